@@ -1,0 +1,58 @@
+# perflab: two commands are the contract (see README).
+#   make run   set up .venv and run every notebook on its defaults into outputs/local/ (+ REPORT.md)
+#   make test  set up .venv, then pytest over tests/ and nbval over notebooks/
+#   make lab   JupyterLab on the perflab kernel
+#
+# GPU hosts: install your CUDA build of torch instead of the CPU pin, e.g.
+#   make run TORCH_INDEX=https://download.pytorch.org/whl/cu128
+# or reuse a torch already installed system-wide:
+#   make run VENV_FLAGS=--system-site-packages TORCH=
+
+PYTHON      ?= python3
+VENV        ?= .venv
+TORCH       ?= torch==2.13.0
+TORCH_INDEX ?=
+VENV_FLAGS  ?=
+OUT         ?= outputs/local
+
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.perflab-installed
+
+NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+               --nbval-cell-timeout=900 -p no:cacheprovider
+
+.PHONY: setup run test lab clean distclean
+
+setup: $(STAMP)
+
+# Re-runs only when the dependency list or this file changes: a second `make` is instant.
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	@if [ -n "$(TORCH)" ]; then \
+	  echo "installing $(TORCH) $(if $(TORCH_INDEX),from $(TORCH_INDEX))"; \
+	  $(PY) -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
+	fi
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name perflab --display-name "Python (perflab)" >/dev/null
+	@$(PY) -c "import torch, perflab; print('perflab', perflab.__version__, '| torch', torch.__version__, '| cuda', torch.cuda.is_available())"
+	touch $(STAMP)
+
+run: setup
+	$(VENV)/bin/perflab run --out $(OUT)
+
+test: setup
+	$(PY) -m pytest -q tests
+	@if ls notebooks/*.ipynb >/dev/null 2>&1; then \
+	  echo "nbval over notebooks/"; \
+	  $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks; \
+	else echo "no notebooks in notebooks/ yet: nbval has nothing to check"; fi
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+clean:
+	rm -rf $(OUT) .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV) src/*.egg-info

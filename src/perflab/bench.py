@@ -1,0 +1,152 @@
+"""Timing: torch.utils.benchmark underneath, medians with spread on top.
+
+    base = measure(lambda: f_base(x), label="slab stats", sub_label="n=4096", description="baseline")
+    opt = measure(lambda: f_opt(x), label="slab stats", sub_label="n=4096", description="optimized")
+    print(fmt(opt), speedup(base, opt))
+    compare([base, opt]).print()
+
+`measure` warms up, then times with `Timer.adaptive_autorange`, which synchronizes the device around
+each block and keeps going until the IQR is under `threshold` of the median (at least 4 blocks)
+or `max_run_time` runs out. It uses all of torch's intra-op threads by default (Timer alone would
+use one): `m.task_spec.num_threads` records the count.
+
+The floor helpers measure this device's copy bandwidth and matmul throughput, so a study can say
+how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-coding a spec sheet.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+from torch.utils import benchmark
+from torch.utils.benchmark.utils.common import Measurement, TaskSpec
+
+from .env import synchronize
+
+__all__ = ["measure", "measure_cuda_events", "summary", "fmt", "fmt_seconds", "speedup", "compare",
+           "memory_bandwidth", "matmul_peak", "Measurement"]
+
+
+def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
+            min_run_time: float = 0.2, max_run_time: float = 10.0, threshold: float = 0.1,
+            warmup: int = 1, num_threads: int | None = None,
+            device: torch.device | str | None = None) -> Measurement:
+    """Time `fn()` and return a `torch.utils.benchmark.Measurement`.
+
+    `warmup` untimed calls first (compiles, allocator growth, caches), then blocks of calls until
+    the IQR/median is below `threshold` (with >= 4 blocks and >= `min_run_time` s) or `max_run_time` s.
+    Compile time is not in the result: time it separately (see `perflab.compiles`).
+    """
+    if warmup < 0 or min_run_time <= 0 or max_run_time < min_run_time:
+        raise ValueError("measure: need warmup >= 0 and 0 < min_run_time <= max_run_time")
+    for _ in range(warmup):
+        fn()
+    if device is not None:
+        synchronize(device)
+    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label, sub_label=sub_label,
+                            description=description, num_threads=num_threads or torch.get_num_threads())
+    return timer.adaptive_autorange(threshold=threshold, min_run_time=min_run_time, max_run_time=max_run_time)
+
+
+def measure_cuda_events(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
+                        reps: int = 20, warmup: int = 3) -> Measurement:
+    """Time `fn()` on the current CUDA stream with CUDA events, one event pair per call.
+
+    Device time only (no host overhead between launches hides in it, unlike wall-clock timing):
+    use it for kernels and graph replays; use `measure` for end-to-end steps."""
+    if not torch.cuda.is_available():
+        raise ValueError("measure_cuda_events needs a CUDA device; use measure() on CPU")
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    times = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]  # ms -> s
+    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label=label, sub_label=sub_label,
+                    description=description, env="cuda-events", num_threads=torch.get_num_threads())
+    return Measurement(number_per_run=1, raw_times=times, task_spec=spec)
+
+
+def summary(m: Measurement) -> dict:
+    """Median and spread of a measurement, in seconds: median, iqr, p20, p80, mean, n (blocks)."""
+    t = np.asarray(m.times, dtype=float)
+    return {
+        "median_s": float(np.median(t)),
+        "iqr_s": float(np.subtract(*np.percentile(t, [75, 25]))),
+        "p20_s": float(np.percentile(t, 20)),
+        "p80_s": float(np.percentile(t, 80)),
+        "mean_s": float(t.mean()),
+        "n": int(t.size),
+        "calls_per_block": int(m.number_per_run),
+        "num_threads": int(m.task_spec.num_threads),
+    }
+
+
+def fmt_seconds(s: float) -> str:
+    """1.2e-5 -> '12.0 us'; 0.034 -> '34.0 ms'; 2.5 -> '2.50 s'."""
+    if not math.isfinite(s):
+        return str(s)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(s) >= scale or unit == "ns":
+            v = s / scale
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{s} s"
+
+
+def fmt(m: Measurement) -> str:
+    """'12.3 ms (IQR 0.4 ms, n=7)': median with spread and the number of timed blocks."""
+    s = summary(m)
+    return f"{fmt_seconds(s['median_s'])} (IQR {fmt_seconds(s['iqr_s'])}, n={s['n']})"
+
+
+def speedup(baseline: Measurement, optimized: Measurement) -> float:
+    """Ratio of medians, baseline / optimized (> 1 means optimized is faster)."""
+    return baseline.median / optimized.median
+
+
+def speedup_range(baseline: Measurement, optimized: Measurement) -> tuple[float, float]:
+    """A conservative spread for the ratio: (baseline p20 / optimized p80, baseline p80 / optimized p20)."""
+    b, o = summary(baseline), summary(optimized)
+    return b["p20_s"] / o["p80_s"], b["p80_s"] / o["p20_s"]
+
+
+def compare(measurements: Iterable[Measurement], *, title: str | None = None) -> benchmark.Compare:
+    """A `torch.utils.benchmark.Compare` table (rows: sub_label, columns: description); call `.print()`."""
+    c = benchmark.Compare(list(measurements))
+    c.trim_significant_figures()
+    if title:
+        c.title = title
+    return c
+
+
+# ---- floors: what this device can do at best ---------------------------------------------------
+
+def memory_bandwidth(device: torch.device | str, nbytes: int = 256 * 2**20, **kw) -> tuple[float, Measurement]:
+    """Measured copy bandwidth in bytes/s (bytes read + bytes written per copy) and its Measurement.
+
+    Use >= 4x the last-level cache for `nbytes` so the copy streams from memory."""
+    dev = torch.device(device)
+    n = nbytes // 4
+    src = torch.rand(n, device=dev)
+    dst = torch.empty_like(src)
+    m = measure(lambda: dst.copy_(src), label="floor", sub_label=f"copy {nbytes / 2**20:.0f} MiB",
+                description=str(dev), device=dev, **kw)
+    return 2 * n * 4 / m.median, m
+
+
+def matmul_peak(device: torch.device | str, dtype: torch.dtype = torch.float32, n: int | None = None,
+                **kw) -> tuple[float, Measurement]:
+    """Measured dense matmul throughput in FLOP/s for an n x n x n product, and its Measurement."""
+    dev = torch.device(device)
+    n = n or (8192 if dev.type == "cuda" else 1024)
+    a = torch.randn(n, n, device=dev, dtype=dtype)
+    b = torch.randn(n, n, device=dev, dtype=dtype)
+    m = measure(lambda: a @ b, label="floor", sub_label=f"matmul {n}^3 {dtype}".replace("torch.", ""),
+                description=str(dev), device=dev, **kw)
+    return 2 * n**3 / m.median, m

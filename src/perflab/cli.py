@@ -1,0 +1,137 @@
+"""The `perflab` command: list, run, report and refresh the study notebooks.
+
+    perflab list
+    perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
+    perflab report DIR
+    perflab refresh [NAME ...]
+
+Unknown notebooks, presets and parameters are refused before anything runs (exit 2). A failing
+notebook is reported with its cell and error, the others still run, and the exit status is 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import notebooks as nbs
+from . import report as report_mod
+from .params import ParameterError
+from .paths import repo_root
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--notebooks", type=Path, default=None, help="notebook folder (default: <repo>/notebooks)")
+    p.add_argument("--kernel", default=None, help="Jupyter kernel (default: the notebook's, i.e. this Python)")
+    p.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
+    p.add_argument("--cell-timeout", type=int, default=None, help="seconds before a cell is stopped")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="perflab", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("list", help="notebooks and their parameters (types, defaults, help)")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--notebooks", type=Path, default=None)
+
+    p = sub.add_parser("run", help="execute notebooks with papermill into a run folder")
+    p.add_argument("names", nargs="*", help="notebook names or unique prefixes (default: all)")
+    p.add_argument("--params", dest="preset", default=None, help="preset: params/PRESET/<notebook>.yaml")
+    p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one parameter (typed like papermill's -p)")
+    p.add_argument("--out", type=Path, default=None, help="run folder (default: outputs/local)")
+    p.add_argument("--params-dir", type=Path, default=None, help="preset root (default: <repo>/params)")
+    p.add_argument("--no-report", action="store_true", help="do not write REPORT.md afterwards")
+    _common(p)
+
+    p = sub.add_parser("report", help="write DIR/REPORT.md from DIR/results.jsonl")
+    p.add_argument("dir", type=Path)
+
+    p = sub.add_parser("refresh", help="re-execute committed notebooks in place on their defaults")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--out", type=Path, default=None, help="where their results go (default: outputs/local)")
+    _common(p)
+    return ap
+
+
+def cmd_list(args) -> int:
+    found = nbs.discover(args.notebooks)
+    if not found:
+        print("no notebooks yet in", args.notebooks or repo_root() / "notebooks")
+        return 0
+    for name in nbs.resolve(args.names, found):
+        print(name)
+        for key, info in nbs.inspect(found[name]).items():
+            help_ = f"  # {info['help']}" if info.get("help") else ""
+            print(f"    {key}: {info.get('inferred_type_name') or '?'} = {info.get('default')}{help_}")
+    return 0
+
+
+def _out(args) -> Path:
+    return (args.out or repo_root() / "outputs" / "local").resolve()
+
+
+def cmd_run(args) -> int:
+    if not nbs.discover(args.notebooks):
+        print(f"no notebooks yet in {args.notebooks or repo_root() / 'notebooks'}: nothing to run")
+        return 0
+    overrides = dict(nbs.parse_assignment(a) for a in args.assign)
+    jobs = nbs.plan(args.names, preset=args.preset, overrides=overrides, nb_dir=args.notebooks,
+                    p_dir=args.params_dir)
+    out = _out(args)
+    print(f"perflab run: {len(jobs)} notebook(s) -> {out}")
+    outcomes = []
+    for i, (name, path, params) in enumerate(jobs, 1):
+        shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+        print(f"[{i}/{len(jobs)}] {name} ({shown})", flush=True)
+        o = nbs.execute(name, path, params, out, kernel_name=args.kernel, progress=not args.no_progress,
+                        cell_timeout=args.cell_timeout)
+        print("   ", o.describe(), flush=True)
+        outcomes.append(o)
+    if not args.no_report:
+        print("report:", report_mod.write(out))
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        print(f"{len(failed)} of {len(outcomes)} notebook(s) failed:", file=sys.stderr)
+        for o in failed:
+            print("  " + o.describe(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_report(args) -> int:
+    if not args.dir.is_dir():
+        raise nbs.NotebookError(f"no run folder {args.dir}")
+    print(report_mod.write(args.dir))
+    return 0
+
+
+def cmd_refresh(args) -> int:
+    found = nbs.discover(args.notebooks)
+    if not found:
+        print("no notebooks to refresh")
+        return 0
+    out = _out(args)
+    failed = 0
+    for name in nbs.resolve(args.names, found):
+        print(f"refresh {name}", flush=True)
+        o = nbs.refresh(name, found[name], out_dir=out, kernel_name=args.kernel,
+                        progress=not args.no_progress, cell_timeout=args.cell_timeout)
+        print("   ", o.describe() if not o.ok else f"{name}: rewritten in place ({o.seconds:.1f} s)", flush=True)
+        failed += not o.ok
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"list": cmd_list, "run": cmd_run, "report": cmd_report, "refresh": cmd_refresh}[args.cmd](args)
+    except (nbs.NotebookError, ParameterError) as e:
+        print(f"perflab {args.cmd}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Count what torch.compile does inside a block: frames compiled, recompiles, graphs, CUDA-graph recordings.
+
+    with count_compiles() as cc:
+        for b in batches:
+            step(b)
+    assert cc.recompiles == 0
+
+Counts come from dynamo's own compile callbacks (each compile carries an id "frame/attempt": an
+attempt above 0 is a recompile of a frame already compiled) and from its `unique_graphs` counter;
+CUDA-graph recordings (mode="reduce-overhead") come from the same callbacks' CUDAGRAPH_RECORDING trigger.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch._dynamo  # noqa: F401  (registers the callback handler)
+from torch._dynamo.callback import CallbackTrigger, callback_handler
+from torch._dynamo.utils import counters
+
+
+@dataclasses.dataclass
+class CompileCounter:
+    compiles: int = 0            # frames compiled by dynamo (first compiles and recompiles)
+    recompiles: int = 0          # compiles of a frame that was already compiled (new shape, dtype, guard failure)
+    graphs: int = 0              # FX graphs produced (a graph break makes several per frame)
+    cudagraph_recordings: int = 0  # CUDA graphs recorded (reduce-overhead); 0 on CPU
+    compile_ids: list = dataclasses.field(default_factory=list)
+
+    def _on_start(self, args) -> None:
+        trig = args.callback_trigger
+        if trig == CallbackTrigger.DYNAMO:
+            self.compiles += 1
+            self.compile_ids.append(args.compile_id)
+            if _attempt(args.compile_id) > 0:
+                self.recompiles += 1
+        elif trig == CallbackTrigger.CUDAGRAPH_RECORDING:
+            self.cudagraph_recordings += 1
+
+    def __enter__(self) -> "CompileCounter":
+        self._graphs0 = counters["stats"]["unique_graphs"]
+        callback_handler.register_start_callback(self._on_start)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        callback_handler.remove_start_callback(self._on_start)
+        self.graphs = counters["stats"]["unique_graphs"] - self._graphs0
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "compile_ids"}
+
+
+def _attempt(compile_id: str) -> int:
+    # "3/1" -> 1 ; "[3/1]" -> 1 ; "3/1_2" (restart after graph break) -> 1
+    core = str(compile_id).strip("[]").split("/")
+    if len(core) < 2:
+        return 0
+    digits = "".join(ch for ch in core[1].split("_")[0] if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def count_compiles() -> CompileCounter:
+    """Context manager: compiles, recompiles, graphs and CUDA-graph recordings inside the block."""
+    return CompileCounter()
+
+
+def reset() -> None:
+    """Forget every compiled graph (torch._dynamo.reset), so the next call compiles from scratch."""
+    torch._dynamo.reset()

@@ -1,0 +1,232 @@
+"""Find, inspect, execute and refresh the study notebooks (papermill underneath).
+
+The CLI (`perflab list|run|refresh`) is a thin layer over these functions; they are usable from Python too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from .params import ParameterError, load_preset
+from .paths import notebooks_dir, params_dir
+
+_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+
+
+class NotebookError(ValueError):
+    """An unknown notebook, preset or parameter: refused before anything runs."""
+
+
+@dataclasses.dataclass
+class Outcome:
+    name: str
+    output: Path
+    ok: bool
+    seconds: float
+    cell_index: int | None = None
+    error: str = ""
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"{self.name}: ok in {self.seconds:.1f} s -> {self.output}"
+        where = f"cell {self.cell_index} (0-based)" if self.cell_index is not None else "before the first cell"
+        return f"{self.name}: FAILED at {where}: {self.error} (executed notebook: {self.output})"
+
+
+def discover(nb_dir: Path | None = None) -> dict[str, Path]:
+    """Notebooks by name (file stem), sorted: {'01_profile_probe1d': Path(...), ...}."""
+    d = Path(nb_dir) if nb_dir else notebooks_dir()
+    return {p.stem: p for p in sorted(d.glob("*.ipynb")) if not p.name.startswith(".")}
+
+
+def resolve(names: list[str], available: dict[str, Path]) -> list[str]:
+    """Map user names (full stem or unique prefix such as '03') to notebook names; refuse unknown ones."""
+    if not names:
+        return list(available)
+    out = []
+    for n in names:
+        n = Path(n).stem if n.endswith(".ipynb") else n
+        hits = [k for k in available if k == n] or [k for k in available if k.startswith(n)]
+        if len(hits) != 1:
+            why = "matches several" if hits else "is not a notebook"
+            close = difflib.get_close_matches(n, list(available), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise NotebookError(f"{n!r} {why} in {_where(available)} (have: {', '.join(available) or 'none'}){hint}")
+        out.append(hits[0])
+    return out
+
+
+def _where(available: dict[str, Path]) -> str:
+    return str(next(iter(available.values())).parent) if available else "the notebooks folder"
+
+
+def inspect(path: Path) -> dict[str, dict]:
+    """The notebook's parameters: {name: {inferred_type_name, default, help}} (papermill.inspect_notebook)."""
+    import papermill
+
+    return papermill.inspect_notebook(str(path))
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """'batch=512' -> ('batch', 512), typed the way papermill's `-p` types values."""
+    if "=" not in text:
+        raise NotebookError(f"-p expects key=value, got {text!r}")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key.isidentifier():
+        raise NotebookError(f"-p {text!r}: {key!r} is not a parameter name")
+    if raw in ("True", "False"):
+        return key, raw == "True"
+    if raw == "None":
+        return key, None
+    for cast in (int, float):
+        try:
+            return key, cast(raw)
+        except ValueError:
+            pass
+    return key, raw
+
+
+def preset_file(preset: str, name: str, p_dir: Path | None = None) -> Path | None:
+    """params/<preset>/<name>.yaml if it exists (None if the preset has no file for this notebook).
+    `preset` may also be a folder path. An unknown preset is refused."""
+    base = Path(p_dir) if p_dir else params_dir()
+    d = Path(preset) if Path(preset).is_dir() else base / preset
+    if not d.is_dir():
+        have = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+        raise NotebookError(f"unknown preset {preset!r}: no folder {d} (presets: {', '.join(have) or 'none'})")
+    f = d / f"{name}.yaml"
+    return f if f.is_file() else None
+
+
+def check_parameters(name: str, path: Path, params: dict[str, Any]) -> None:
+    """Refuse names the notebook does not declare and values whose type does not match its annotation."""
+    declared = inspect(path)
+    errors = []
+    for key, value in params.items():
+        if key not in declared:
+            close = difflib.get_close_matches(key, list(declared), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            errors.append(f"{name}: unknown parameter {key!r}{hint}; it takes: {', '.join(declared) or 'none'}")
+            continue
+        tname = (declared[key].get("inferred_type_name") or "").strip()
+        ok_types = _TYPES.get(tname)
+        if ok_types and not (isinstance(value, ok_types) and (tname == "bool" or not isinstance(value, bool))):
+            errors.append(f"{name}: parameter {key!r} is {tname}, got {type(value).__name__} {value!r}")
+    if errors:
+        raise ParameterError("\n".join(errors))
+
+
+def plan(names: list[str], *, preset: str | None = None, overrides: dict[str, Any] | None = None,
+         nb_dir: Path | None = None, p_dir: Path | None = None) -> list[tuple[str, Path, dict]]:
+    """Resolve notebooks and their parameters (preset file, then overrides), checking everything
+    before anything runs. Returns [(name, path, params)]."""
+    available = discover(nb_dir)
+    chosen = resolve(names, available)
+    jobs, errors = [], []
+    for name in chosen:
+        params: dict[str, Any] = {}
+        if preset:
+            f = preset_file(preset, name, p_dir)
+            if f is not None:
+                params.update(load_preset(f))
+        params.update(overrides or {})
+        try:
+            check_parameters(name, available[name], params)
+        except ParameterError as e:
+            errors.append(str(e))
+        jobs.append((name, available[name], params))
+    if errors:
+        raise ParameterError("\n".join(errors))
+    return jobs
+
+
+def execute(name: str, path: Path, params: dict, out_dir: Path, *, kernel_name: str | None = None,
+            progress: bool = True, cell_timeout: int | None = None, log_results: bool = True) -> Outcome:
+    """Execute one notebook with papermill into `<out_dir>/<name>.ipynb` (cwd: the notebook's folder;
+    $PERFLAB_OUT points the notebook's results at `out_dir`). Failures are returned, not raised."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    output = out_dir / f"{name}.ipynb"
+    old = os.environ.get("PERFLAB_OUT")
+    os.environ["PERFLAB_OUT"] = str(out_dir)
+    t0 = time.perf_counter()
+    outcome = Outcome(name=name, output=output, ok=True, seconds=0.0)
+    try:
+        papermill.execute_notebook(str(path), str(output), parameters=params or None, cwd=str(path.parent),
+                                   kernel_name=kernel_name, progress_bar=progress,
+                                   execution_timeout=cell_timeout)
+    except PapermillExecutionError as e:
+        first_line = (e.source or "").strip().splitlines()[:1]
+        outcome.ok, outcome.cell_index = False, e.cell_index
+        outcome.error = f"{e.ename}: {e.evalue}" + (f" (cell starts: {first_line[0][:60]!r})" if first_line else "")
+    except Exception as e:  # kernel died, timeout, missing kernel: still report, still go on
+        outcome.ok, outcome.error = False, f"{type(e).__name__}: {e}"
+    finally:
+        outcome.seconds = time.perf_counter() - t0
+        if old is None:
+            os.environ.pop("PERFLAB_OUT", None)
+        else:
+            os.environ["PERFLAB_OUT"] = old
+    if log_results:
+        from .results import ResultsLog
+
+        ResultsLog(out_dir / "results.jsonl", study=name, params=params).append(
+            "run", status="ok" if outcome.ok else "failed", seconds=round(outcome.seconds, 2),
+            cell=outcome.cell_index, error=outcome.error, notebook=output.name)
+    return outcome
+
+
+# ---- refresh: re-execute committed notebooks in place, without volatile metadata ----------------
+
+VOLATILE_NB_KEYS = ("papermill", "widgets")
+VOLATILE_CELL_KEYS = ("papermill", "execution", "collapsed", "scrolled")
+
+
+def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Drop what changes on every run and means nothing (papermill timestamps, execution times, the
+    injected-parameters cell) and keep what nbval needs (outputs and execution counts)."""
+    for k in VOLATILE_NB_KEYS:
+        nb.metadata.pop(k, None)
+    cells = []
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            continue
+        for k in VOLATILE_CELL_KEYS:
+            cell.metadata.pop(k, None)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def error_cells(nb: nbformat.NotebookNode) -> list[int]:
+    return [i for i, c in enumerate(nb.cells)
+            if any(o.get("output_type") == "error" for o in c.get("outputs", []) or [])]
+
+
+def refresh(name: str, path: Path, *, out_dir: Path, kernel_name: str | None = None,
+            progress: bool = True, cell_timeout: int | None = None) -> Outcome:
+    """Re-execute `path` on its defaults and, only if it ran cleanly, write it back in place, cleaned.
+    A failure leaves the committed notebook untouched."""
+    outcome = execute(name, path, {}, Path(out_dir), kernel_name=kernel_name, progress=progress,
+                      cell_timeout=cell_timeout)
+    if not outcome.ok:
+        return outcome
+    nb = clean(nbformat.read(outcome.output, as_version=4))
+    if error_cells(nb):
+        outcome.ok, outcome.error = False, f"error outputs in cells {error_cells(nb)}"
+        return outcome
+    tmp = path.with_name(f".{path.name}.tmp")
+    nbformat.write(nb, tmp)
+    os.replace(tmp, path)  # atomic: the committed notebook is either the old one or the new one
+    outcome.output = path
+    return outcome

@@ -1,0 +1,125 @@
+"""`perflab report DIR`: a Markdown report from a run folder's results log.
+
+Per study: each seed claim beside what was measured and its verdict, the timings (median, spread,
+ratio to the baseline of the same benchmark), other values, correctness checks, and the plots.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from collections import OrderedDict
+from pathlib import Path
+
+from .bench import fmt_seconds
+from .results import read_rows
+
+ENV_KEYS = ("host", "device_name", "torch", "cuda", "commit", "dirty")
+
+
+def _md_table(header: list[str], rows: list[list]) -> str:
+    def cell(v) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _by_study(rows: list[dict]) -> "OrderedDict[str, list[dict]]":
+    out: OrderedDict[str, list[dict]] = OrderedDict()
+    for r in sorted(rows, key=lambda r: r.get("study") or ""):
+        out.setdefault(r.get("study") or "(no study)", []).append(r)
+    return out
+
+
+def _impl(r: dict) -> str:
+    return r.get("impl") or r.get("description") or ""
+
+
+def _ratios(meas: list[dict]) -> dict[int, str]:
+    """Ratio of the baseline's median to each row's, within one (label, sub_label) benchmark."""
+    out = {}
+    groups: dict = {}
+    for i, r in enumerate(meas):
+        groups.setdefault((r.get("label"), r.get("sub_label"), r["env"].get("device_name")), []).append(i)
+    for idx in groups.values():
+        base = [i for i in idx if _impl(meas[i]) == "baseline"]
+        if not base:
+            continue
+        b = meas[base[-1]]["median_s"]
+        for i in idx:
+            out[i] = f"{b / meas[i]['median_s']:.2f}x" if meas[i]["median_s"] > 0 else ""
+    return out
+
+
+def _study_section(study: str, rows: list[dict], out_dir: Path) -> str:
+    parts = [f"## {study}"]
+    kinds = {k: [r for r in rows if r["kind"] == k] for k in ("claim", "measurement", "value", "check", "note")}
+    if kinds["claim"]:
+        parts.append("### The seed's claims, measured\n" + _md_table(
+            ["claim", "the seed said", "measured here", "device", "verdict"],
+            [[r["claim"], r["seed"], r["measured"], r["env"].get("device_name", ""), f"**{r['verdict']}**"]
+             for r in kinds["claim"]]))
+    if kinds["measurement"]:
+        meas = kinds["measurement"]
+        ratios = _ratios(meas)
+        parts.append("### Timings (median, IQR, p20-p80 over timed blocks)\n" + _md_table(
+            ["benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "vs baseline", "device"],
+            [[r.get("label", ""), r.get("sub_label", ""), _impl(r), fmt_seconds(r["median_s"]),
+              fmt_seconds(r["iqr_s"]), f"{fmt_seconds(r['p20_s'])} - {fmt_seconds(r['p80_s'])}", r["n"],
+              ratios.get(i, ""), r["env"].get("device_name", "")] for i, r in enumerate(meas)]))
+    if kinds["value"]:
+        skip = {"study", "kind", "metric", "value", "unit", "params", "env"}
+        parts.append("### Values\n" + _md_table(
+            ["metric", "value", "unit", "context", "device"],
+            [[r["metric"], _num(r["value"]), r.get("unit", ""),
+              ", ".join(f"{k}={v}" for k, v in r.items() if k not in skip and v not in ("", None)),
+              r["env"].get("device_name", "")] for r in kinds["value"]]))
+    if kinds["check"]:
+        parts.append("### Checks\n" + _md_table(
+            ["check", "result", "detail"],
+            [[r["name"], "pass" if r["passed"] else "**FAIL**", r.get("detail", "")] for r in kinds["check"]]))
+    for r in kinds["note"]:
+        parts.append(f"> {r['text']}")
+    plots = sorted((out_dir / study).glob("*.png")) if (out_dir / study).is_dir() else []
+    if plots:
+        parts.append("### Plots\n" + "\n".join(f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in plots))
+    return "\n\n".join(parts)
+
+
+def _num(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def build(out_dir: str | Path) -> str:
+    """The report's Markdown text for the run folder `out_dir` (reads `out_dir/results.jsonl`)."""
+    out_dir = Path(out_dir)
+    rows = read_rows(out_dir / "results.jsonl")
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    head = [f"# perflab report: `{out_dir}`", f"Generated {now} from `results.jsonl` ({len(rows)} rows)."]
+    if not rows:
+        return "\n\n".join(head + ["No results yet: run `perflab run` (or `make run`) first."]) + "\n"
+    envs = {tuple(r["env"].get(k) for k in ENV_KEYS) for r in rows if "env" in r}
+    head.append("## Environment\n" + _md_table(
+        ["host", "device", "torch", "CUDA", "commit", "dirty tree"],
+        [[h, d, t, c or "-", (sha or "-")[:10], dirty] for h, d, t, c, sha, dirty in sorted(envs, key=str)]))
+    runs = [r for r in rows if r["kind"] == "run"]
+    if runs:
+        head.append("## Notebooks run\n" + _md_table(
+            ["notebook", "status", "seconds", "parameters", "error"],
+            [[r["study"], r["status"] if r["status"] == "ok" else "**failed**", r["seconds"],
+              ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items()) or "defaults",
+              (f"cell {r['cell']}: " if r.get("cell") is not None else "") + (r.get("error") or "")]
+             for r in runs]))
+    sections = [_study_section(s, [r for r in rs if r["kind"] != "run"], out_dir)
+                for s, rs in _by_study(rows).items() if any(r["kind"] != "run" for r in rs)]
+    return "\n\n".join(head + sections) + "\n"
+
+
+def write(out_dir: str | Path) -> Path:
+    """Write `out_dir/REPORT.md` and return its path."""
+    path = Path(out_dir) / "REPORT.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(build(out_dir))
+    return path

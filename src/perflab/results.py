@@ -1,0 +1,170 @@
+"""An append-only results log (JSON Lines), one row per fact a study establishes.
+
+    log = ResultsLog(run_dir() / "results.jsonl", study="03_eval", params=cfg)
+    log.measurement(m, metric="time per chunk", impl="optimized")   # a Measurement: median, IQR, p20/p80
+    log.value("ms per candidate", 0.41, unit="ms", impl="optimized")
+    log.check("engine equals reference", passed=True)
+    log.claim("recompile per batch size", seed="20-30 s per new batch size",
+              measured="0 recompiles after warm-up", verdict="fixed")
+    log.table()   # a pandas DataFrame of every row
+
+Every row carries the study, its kind, the parameters of the run and the environment fingerprint
+(torch, CUDA, device, host, git commit, time). Rows are written with one `write` on a file opened
+for appending and fsync'd, so a crash can at worst leave one partial last line: readers skip it
+(and count it in `.skipped`), and the next append starts on a fresh line. Earlier rows are never lost.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .env import fingerprint
+
+KINDS = ("measurement", "value", "check", "claim", "run", "note")
+VERDICTS = ("holds", "does not hold", "partly holds", "fixed", "not tested here")
+
+
+def _jsonable(v: Any) -> Any:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {k: _jsonable(x) for k, x in dataclasses.asdict(v).items()}
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:  # numpy / torch scalars
+        return _jsonable(v.item())
+    return str(v)
+
+
+class ResultsLog:
+    """Append-only JSON Lines log of a study's results. See the module doc for the row kinds."""
+
+    def __init__(self, path: str | os.PathLike, *, study: str = "", params: Any = None,
+                 device: Any = None, stamp: dict | None = None):
+        self.path = Path(path)
+        self.study = study
+        self.params = _jsonable(params) if params is not None else {}
+        self.env = stamp if stamp is not None else fingerprint(device)
+        self.skipped = 0
+
+    # ---- writing ----------------------------------------------------------------------------
+    def append(self, kind: str, **fields: Any) -> dict:
+        """Write one row; returns it. `kind` is one of KINDS."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown row kind {kind!r}; expected one of {KINDS}")
+        row = {"study": fields.pop("study", self.study), "kind": kind, **_jsonable(fields),
+               "params": self.params, "env": self.env}
+        line = (json.dumps(row, allow_nan=False) + "\n").encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if self._ends_mid_line(fd):
+                line = b"\n" + line  # a crash left a partial row: start on a fresh line
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return row
+
+    @staticmethod
+    def _ends_mid_line(fd: int) -> bool:
+        size = os.fstat(fd).st_size
+        return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+    def measurement(self, m, *, metric: str | None = None, unit: str = "s", **fields: Any) -> dict:
+        """A timing: the Measurement's median and spread (seconds), with its label/sub_label/description."""
+        from .bench import summary
+
+        ts = m.task_spec
+        return self.append("measurement", metric=metric or ts.label, unit=unit, label=ts.label,
+                           sub_label=ts.sub_label, description=ts.description, **summary(m), **fields)
+
+    def value(self, metric: str, value: Any, *, unit: str = "", **fields: Any) -> dict:
+        """A number (or count) that is not a timing distribution: a ratio, a count, a memory peak."""
+        return self.append("value", metric=metric, value=value, unit=unit, **fields)
+
+    def check(self, name: str, passed: bool, detail: str = "", **fields: Any) -> dict:
+        """A correctness check's outcome."""
+        return self.append("check", name=name, passed=bool(passed), detail=detail, **fields)
+
+    def claim(self, claim: str, *, seed: str, measured: str, verdict: str, **fields: Any) -> dict:
+        """A seed's claim beside what was measured here, with a verdict from VERDICTS."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
+        return self.append("claim", claim=claim, seed=seed, measured=measured, verdict=verdict, **fields)
+
+    def note(self, text: str, **fields: Any) -> dict:
+        return self.append("note", text=text, **fields)
+
+    # ---- reading ----------------------------------------------------------------------------
+    def rows(self, **match: Any) -> list[dict]:
+        """Every complete row (optionally those whose fields equal `match`); partial lines are skipped."""
+        return [r for r in read_rows(self.path, self) if all(r.get(k) == v for k, v in match.items())]
+
+    def table(self, **match: Any):
+        """The rows as a pandas DataFrame (params and env flattened as params.* / env.* columns)."""
+        return to_table(self.rows(**match))
+
+
+def read_rows(path: str | os.PathLike, counter: ResultsLog | None = None) -> list[dict]:
+    """Parse a results file, skipping (and counting) lines a crash left incomplete."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows, bad = [], 0
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    if bad:
+        warnings.warn(f"{path}: skipped {bad} incomplete line(s) (an interrupted write)", stacklevel=2)
+    if counter is not None:
+        counter.skipped = bad
+    return rows
+
+
+def to_table(rows: list[dict]):
+    import pandas as pd
+
+    return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()
+
+
+@dataclasses.dataclass
+class Run:
+    """What a notebook writes into: its folder, its results log, and where its plots go."""
+    study: str
+    dir: Path      # <out>/<study>/ : plots, profiles, saved weights
+    log: ResultsLog  # <out>/results.jsonl, shared by the studies of one run
+
+    def savefig(self, fig, name: str, **kw) -> Path:
+        """Save a matplotlib figure as <out>/<study>/<name>.png and return the path."""
+        path = self.dir / f"{name}.png"
+        fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
+        return path
+
+
+def open_run(study: str, params: Any = None, *, out_dir: str = "", device: Any = None) -> Run:
+    """Create (or reuse) the run folder and open its results log, stamped with `params` and the
+    environment of `device` (default: `params.device` when the parameters name one, else "auto")."""
+    from .paths import run_dir
+
+    if device is None:
+        device = getattr(params, "device", None) if not isinstance(params, dict) else params.get("device")
+    out = run_dir(out_dir or getattr(params, "out_dir", "") or "")
+    log = ResultsLog(out / "results.jsonl", study=study, params=params, device=device)
+    return Run(study=study, dir=run_dir(out, study), log=log)

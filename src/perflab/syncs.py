@@ -1,0 +1,186 @@
+"""Count device-to-host synchronizations, on any device.
+
+A host sync is a point where Python must wait for the device: reading a value (`.item()`,
+`.tolist()`, `float(t)`, `if t:`), copying to the host (`.cpu()`, `.numpy()`), or an op whose output
+size depends on the data (`torch.unique`, `nonzero`, boolean-mask indexing, `repeat_interleave`
+without `output_size`). On a GPU each one stalls the launch queue; on a CPU they cost little, which is
+why they go unnoticed until a run moves to a GPU. This counter sees the *calls*, so it counts them
+the same on CPU and GPU and CI can assert that a hot loop is sync-free:
+
+    with count_host_syncs() as syncs:
+        step(batch)
+    assert syncs.total == 0, syncs.by_op
+
+It is a `TorchFunctionMode`: it sees calls made in eager mode, not inside a compiled graph. On CUDA,
+`cuda_debug=True` also turns on `torch.cuda.set_sync_debug_mode("warn")` and counts the warnings the
+CUDA runtime raises (`.cuda_debug_warnings`), a second opinion from the driver's side.
+"""
+from __future__ import annotations
+
+import collections
+import warnings
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+T = torch.Tensor
+
+# Calls that always wait for the value on the host.
+_ALWAYS = {
+    T.item: "item", T.tolist: "tolist", T.cpu: "cpu", T.numpy: "numpy",
+    T.__bool__: "__bool__", T.__float__: "__float__", T.__int__: "__int__", T.__index__: "__index__",
+    T.__complex__: "__complex__", T.__repr__: "__repr__", T.__format__: "__format__",
+    T.__array__: "__array__",
+    torch.unique: "unique", T.unique: "unique", torch.unique_consecutive: "unique_consecutive",
+    T.unique_consecutive: "unique_consecutive",
+    torch.nonzero: "nonzero", T.nonzero: "nonzero", torch.argwhere: "argwhere", T.argwhere: "argwhere",
+    torch.masked_select: "masked_select", T.masked_select: "masked_select",
+    torch.bincount: "bincount", T.bincount: "bincount",
+    torch.equal: "equal", T.equal: "equal", torch.allclose: "allclose", T.allclose: "allclose",
+    torch.is_nonzero: "is_nonzero", T.is_nonzero: "is_nonzero",
+}
+for _name in ("_unique", "_unique2"):
+    if hasattr(torch, _name):
+        _ALWAYS[getattr(torch, _name)] = "unique"
+
+
+def _has_bool_index(index) -> bool:
+    idx = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, T) and i.dtype == torch.bool for i in idx)
+
+
+def _to_host(args, kwargs) -> bool:
+    """True when Tensor.to(...) moves a non-CPU tensor to the CPU."""
+    src = args[0]
+    if src.device.type == "cpu":
+        return False
+    target = kwargs.get("device")
+    for a in args[1:]:
+        if isinstance(a, (str, torch.device)):
+            target = a
+        elif isinstance(a, T):
+            target = a.device
+    return target is not None and torch.device(target).type == "cpu"
+
+
+def _classify(func, args, kwargs) -> str | None:
+    """Name of the sync this call causes, or None."""
+    name = _ALWAYS.get(func)
+    if name is not None:
+        return name
+    if func in (T.__getitem__, T.__setitem__) and len(args) > 1 and _has_bool_index(args[1]):
+        return f"{func.__name__}[bool mask]"
+    if func in (torch.repeat_interleave, T.repeat_interleave):
+        repeats = args[1] if len(args) > 1 else kwargs.get("repeats", args[0] if len(args) == 1 else None)
+        if isinstance(repeats, T) and repeats.numel() > 1 and kwargs.get("output_size") is None:
+            return "repeat_interleave"
+        return None
+    if func in (torch.where, T.where) and len(args) == 1 and not kwargs:
+        return "where(cond)"
+    if func in (T.index_put_, T.index_put, torch.index_put) and any(
+            isinstance(i, T) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ())):
+        return "index_put[bool mask]"
+    if func is T.to and args and isinstance(args[0], T) and _to_host(args, kwargs):
+        return "to(cpu)"
+    if func is T.copy_ and len(args) > 1 and isinstance(args[1], T) and args[0].device.type == "cpu" \
+            and args[1].device.type != "cpu":
+        return "copy_(to cpu)"
+    return None
+
+
+_ACTIVE: list["HostSyncCounter"] = []
+
+
+def note_sync(name: str) -> None:
+    """Record a sync that torch cannot see (e.g. `perflab.env.synchronize` on CPU, a barrier) in every
+    active counter, so counts stay the same on CPU and GPU."""
+    for c in _ACTIVE:
+        c.by_op[name] += 1
+
+
+class _SyncMode(TorchFunctionMode):
+    def __init__(self, counter: "HostSyncCounter"):
+        super().__init__()
+        self.counter = counter
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = _classify(func, args, kwargs)
+        if name is not None:
+            self.counter.by_op[name] += 1
+        return func(*args, **kwargs)
+
+
+class HostSyncCounter:
+    """Result of `count_host_syncs()`: `.total` and `.by_op` (a Counter of sync kinds)."""
+
+    def __init__(self, cuda_debug: bool = False):
+        self.by_op: collections.Counter[str] = collections.Counter()
+        self.cuda_debug = cuda_debug and torch.cuda.is_available()
+        self.cuda_debug_warnings = 0
+        self._mode = _SyncMode(self)
+        self._sync_fn = None
+        self._warn_ctx = None
+        self._prev_debug_mode = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_op.values())
+
+    def __enter__(self) -> "HostSyncCounter":
+        self._patch_cuda_synchronize()
+        if self.cuda_debug:
+            self._warn_ctx = warnings.catch_warnings(record=True)
+            self._records = self._warn_ctx.__enter__()
+            warnings.simplefilter("always")
+            self._prev_debug_mode = torch.cuda.get_sync_debug_mode()
+            torch.cuda.set_sync_debug_mode("warn")
+        self._mode.__enter__()
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _ACTIVE.remove(self)
+        self._mode.__exit__(*exc)
+        if self.cuda_debug:
+            torch.cuda.set_sync_debug_mode(self._prev_debug_mode)
+            self.cuda_debug_warnings = sum("synchronizing" in str(r.message).lower() for r in self._records)
+            self._warn_ctx.__exit__(*exc)
+        torch.cuda.synchronize = self._sync_fn
+
+    def _patch_cuda_synchronize(self) -> None:
+        # torch.cuda.synchronize is not a torch function, so the mode cannot see it; wrap it for the
+        # duration of the block only (restored in __exit__).
+        self._sync_fn = orig = torch.cuda.synchronize
+
+        def counted_synchronize(*a, **k):
+            self.by_op["synchronize"] += 1
+            if torch.cuda.is_available():
+                return orig(*a, **k)
+
+        torch.cuda.synchronize = counted_synchronize
+
+    def __repr__(self) -> str:
+        return f"HostSyncCounter(total={self.total}, by_op={dict(self.by_op)})"
+
+
+def count_host_syncs(cuda_debug: bool = False) -> HostSyncCounter:
+    """Context manager counting device-to-host synchronizations inside the block (see module doc).
+
+    `torch.cuda.synchronize()` and `perflab.env.synchronize(device)` are counted as "synchronize" on
+    every device (the former is a no-op inside the block on a CPU-only host).
+    """
+    return HostSyncCounter(cuda_debug=cuda_debug)
+
+
+class HostSyncError(AssertionError):
+    pass
+
+
+class assert_no_host_syncs(HostSyncCounter):
+    """Like `count_host_syncs()`, but raises HostSyncError at the end of the block if any sync happened."""
+
+    def __exit__(self, *exc) -> None:
+        super().__exit__(*exc)
+        if exc[0] is None and self.total:
+            raise HostSyncError(f"{self.total} host sync(s) inside a block that must have none: {dict(self.by_op)}")

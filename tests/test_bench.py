@@ -1,0 +1,43 @@
+import pytest
+import torch
+
+from perflab.bench import compare, fmt, fmt_seconds, measure, memory_bandwidth, speedup, summary
+
+
+def test_measure_returns_a_measurement_with_spread_and_labels():
+    x = torch.randn(256, 256)
+    m = measure(lambda: x @ x, label="mm", sub_label="256", description="eager", min_run_time=0.05,
+                max_run_time=1.0)
+    s = summary(m)
+    assert s["n"] >= 4 or s["median_s"] * s["n"] * s["calls_per_block"] >= 1.0  # >= 4 blocks unless out of time
+    assert s["p20_s"] <= s["median_s"] <= s["p80_s"] and s["iqr_s"] >= 0
+    assert m.task_spec.label == "mm" and m.task_spec.num_threads == torch.get_num_threads()
+    assert "IQR" in fmt(m)
+
+
+def test_warmup_calls_are_not_timed():
+    calls = []
+    measure(lambda: calls.append(1), label="count", warmup=3, min_run_time=0.01, max_run_time=0.05)
+    assert len(calls) > 3
+
+
+def test_speedup_and_compare():
+    x = torch.randn(64, 64)
+    a = measure(lambda: [x @ x for _ in range(8)], label="mm", description="baseline", min_run_time=0.05)
+    b = measure(lambda: x @ x, label="mm", description="optimized", min_run_time=0.05)
+    assert speedup(a, b) == pytest.approx(a.median / b.median)
+    assert "baseline" in str(compare([a, b]))
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        measure(lambda: None, label="x", min_run_time=0)
+
+
+def test_fmt_seconds_units():
+    assert fmt_seconds(2.5) == "2.5 s" and fmt_seconds(0.034) == "34 ms" and fmt_seconds(1.2e-5) == "12 us"
+
+
+def test_memory_bandwidth_is_positive():
+    bw, m = memory_bandwidth("cpu", nbytes=16 * 2**20, min_run_time=0.05, max_run_time=0.5)
+    assert bw > 1e8  # any machine copies more than 100 MB/s

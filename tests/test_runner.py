@@ -1,0 +1,110 @@
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from perflab.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+
+
+@pytest.fixture
+def nb_dir(tmp_path):
+    d = tmp_path / "notebooks"
+    shutil.copytree(FIXTURES, d)
+    return d
+
+
+def test_list_shows_parameters_with_types_and_help(nb_dir, capsys):
+    assert main(["list", "--notebooks", str(nb_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "tiny" in out and "n: int = 3  # how many squares" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "nope"], "'nope' is not a notebook"),
+    (["run", "tiny", "-p", "bogus=1"], "unknown parameter 'bogus'"),
+    (["run", "tiny", "-p", "n=many"], "parameter 'n' is int, got str 'many'"),
+    (["run", "tiny", "-p", "novalue"], "-p expects key=value"),
+    (["run", "tiny", "--params", "h100"], "unknown preset 'h100'"),
+])
+def test_bad_requests_are_refused_before_anything_runs(nb_dir, tmp_path, capsys, argv, message):
+    out = tmp_path / "out"
+    assert main(argv + ["--notebooks", str(nb_dir), "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()  # nothing ran
+
+
+def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    # -p applies to every notebook named, so run them as two requests sharing one run folder
+    assert main(["run", "failing", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "failing: FAILED at cell 2" in err and "RuntimeError: planted failure with x=1" in err
+    assert main(["run", "tiny", "-p", "n=4", "-p", "label=yo", "--notebooks", str(nb_dir), "--out", str(out),
+                 "--no-progress"]) == 0
+    executed = nbformat.read(out / "tiny.ipynb", as_version=4)
+    assert "yo [0.0, 1.0, 4.0, 9.0]" in "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    runs = {r["study"]: r for r in rows if r["kind"] == "run"}
+    assert runs["failing"]["status"] == "failed" and runs["failing"]["cell"] == 2
+    assert runs["tiny"]["status"] == "ok" and runs["tiny"]["params"] == {"n": 4, "label": "yo"}
+    value = next(r for r in rows if r["kind"] == "value")
+    assert value["value"] == 14.0 and value["params"]["n"] == 4
+    report = (out / "REPORT.md").read_text()
+    assert "**failed**" in report and "sum of squares" in report
+
+
+def test_a_failing_notebook_does_not_stop_the_others(nb_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    (nb_dir / "tiny.ipynb").rename(nb_dir / "zz_tiny.ipynb")
+    assert main(["run", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
+    assert (out / "zz_tiny.ipynb").exists()  # ran after the failure
+    assert "1 of 2 notebook(s) failed" in capsys.readouterr().err
+
+
+def test_preset_values_are_applied(nb_dir, tmp_path):
+    presets = tmp_path / "params"
+    (presets / "big").mkdir(parents=True)
+    (presets / "big" / "tiny.yaml").write_text("n: 5\nscale: 2\n")
+    out = tmp_path / "out"
+    assert main(["run", "tiny", "--params", "big", "--params-dir", str(presets), "--notebooks", str(nb_dir),
+                 "--out", str(out), "--no-progress", "--no-report"]) == 0
+    row = next(json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if '"value"' in x)
+    assert row["value"] == 2.0 * (0 + 1 + 4 + 9 + 16)
+
+
+def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
+    path = nb_dir / "tiny.ipynb"
+    assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 0
+    nb = nbformat.read(path, as_version=4)
+    assert "papermill" not in nb.metadata
+    assert all("papermill" not in c.metadata and "execution" not in c.metadata for c in nb.cells)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code_cells)
+    assert "x [0.0, 1.0, 4.0]" in code_cells[-1].outputs[0]["text"]
+    first = path.read_text()
+    assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 0
+    assert path.read_text() == first  # a second refresh changes nothing
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                          "--nbval-current-env", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-2000:]
+
+
+def test_refresh_keeps_the_committed_notebook_when_it_fails(nb_dir, tmp_path):
+    before = (nb_dir / "failing.ipynb").read_text()
+    assert main(["refresh", "failing", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 1
+    assert (nb_dir / "failing.ipynb").read_text() == before
+
+
+def test_no_notebooks_says_so(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["run", "--notebooks", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 0
+    assert "no notebooks yet" in capsys.readouterr().out
