@@ -4,6 +4,8 @@
     perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
     perflab report DIR
     perflab refresh [NAME ...]
+    perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
+    perflab compare A B [--out DIR]
 
 Unknown notebooks, presets and parameters are refused before anything runs (exit 2). A failing
 notebook is reported with its cell and error, the others still run, and the exit status is 1.
@@ -53,6 +55,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*")
     p.add_argument("--out", type=Path, default=None, help="where their results go (default: outputs/local)")
     _common(p)
+
+    p = sub.add_parser("sweep", help="one papermill run per grid point, through submitit (local or Slurm)")
+    p.add_argument("name", help="the notebook to sweep")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2", help="a swept parameter")
+    p.add_argument("--params", dest="preset", default=None, help="preset for the fixed parameters")
+    p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter")
+    p.add_argument("--executor", choices=("local", "slurm"), default="local")
+    p.add_argument("--out", type=Path, required=True, help="sweep folder (re-use it to resume)")
+    p.add_argument("--max-parallel", type=int, default=1, help="points running at once (default 1)")
+    p.add_argument("--timeout-min", type=int, default=60, help="time limit per point, minutes")
+    p.add_argument("--slurm-partition", default=None)
+    p.add_argument("--gpus-per-node", type=int, default=None)
+    p.add_argument("--cpus-per-task", type=int, default=None)
+    p.add_argument("--params-dir", type=Path, default=None)
+    p.add_argument("--notebooks", type=Path, default=None)
+    p.add_argument("--no-progress", action="store_true")
+
+    p = sub.add_parser("compare", help="two result sets side by side, with ratios (Markdown + plot)")
+    p.add_argument("a", type=Path, help="run folder or results.jsonl (A, the reference)")
+    p.add_argument("b", type=Path, help="run folder or results.jsonl (B)")
+    p.add_argument("--out", type=Path, default=None, help="write COMPARE.md and compare.png here")
     return ap
 
 
@@ -124,11 +147,46 @@ def cmd_refresh(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_sweep(args) -> int:
+    from . import sweep as sw
+
+    res = sw.sweep(args.name, args.grid, out=args.out, executor=args.executor, preset=args.preset,
+                   overrides=dict(nbs.parse_assignment(a) for a in args.assign), max_parallel=args.max_parallel,
+                   timeout_min=args.timeout_min, slurm_partition=args.slurm_partition,
+                   gpus_per_node=args.gpus_per_node, cpus_per_task=args.cpus_per_task, nb_dir=args.notebooks,
+                   p_dir=args.params_dir, progress=not args.no_progress)
+    print(f"sweep {res.out}: {len(res.finished)} finished, {len(res.skipped)} already done (skipped), "
+          f"{len(res.failed)} failed")
+    for p, err in res.failed:
+        print(f"  FAILED {p.slug}: {err} (re-run the same command to retry)", file=sys.stderr)
+    print("report:", report_mod.write(res.out))
+    return 1 if res.failed else 0
+
+
+def cmd_compare(args) -> int:
+    from . import compare as cmp
+
+    a_rows, b_rows = cmp.load(args.a), cmp.load(args.b)
+    c = cmp.compare(a_rows, b_rows)
+    md = cmp.to_markdown(c, a_rows, b_rows, str(args.a), str(args.b))
+    print(md)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "COMPARE.md").write_text(md + ("\n![B / A](compare.png)\n" if c.paired else ""))
+        cmp.plot(c, args.out / "compare.png", str(args.a), str(args.b))
+        print("written:", args.out / "COMPARE.md")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    cmds = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "refresh": cmd_refresh,
+            "sweep": cmd_sweep, "compare": cmd_compare}
+    from .sweep import SweepError
+
     try:
-        return {"list": cmd_list, "run": cmd_run, "report": cmd_report, "refresh": cmd_refresh}[args.cmd](args)
-    except (nbs.NotebookError, ParameterError) as e:
+        return cmds[args.cmd](args)
+    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError) as e:
         print(f"perflab {args.cmd}: {e}", file=sys.stderr)
         return 2
 

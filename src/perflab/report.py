@@ -6,6 +6,7 @@ ratio to the baseline of the same benchmark), other values, correctness checks, 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections import OrderedDict
 from pathlib import Path
 
@@ -92,6 +93,72 @@ def _num(v) -> str:
     return str(v)
 
 
+def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list]) -> Path | None:
+    """One plot for one swept parameter: each timing (or value, when a sweep has no timings) against
+    `param`, one line per benchmark case and combination of the other swept parameters."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kind = "measurement" if any(r["kind"] == "measurement" for r in rows) else "value"
+    others = [k for k in grid if k != param]
+    series: dict = {}
+    for r in rows:
+        if r["kind"] != kind or param not in (r.get("params") or {}):
+            continue
+        y = r.get("median_s") if kind == "measurement" else r.get("value")
+        if not isinstance(y, (int, float)) or isinstance(y, bool):
+            continue
+        name = " / ".join(str(x) for x in (r.get("study"), r.get("label") or r.get("metric"), r.get("sub_label"),
+                                           _impl(r), *(f"{k}={r['params'].get(k)}" for k in others)) if x)
+        series.setdefault(name, []).append((r["params"][param], y))
+    if not series:
+        return None
+    order = {json.dumps(v): i for i, v in enumerate(grid[param])}
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid[param])
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, pts in list(series.items())[:12]:
+        pts.sort(key=lambda t: order.get(json.dumps(t[0]), 0))
+        xs = [x if numeric else order.get(json.dumps(x), 0) for x, _ in pts]
+        ax.plot(xs, [y for _, y in pts], marker="o", label=name[:60])
+    if not numeric:
+        ax.set_xticks(range(len(grid[param])), [str(v) for v in grid[param]])
+    elif min(grid[param]) > 0 and max(grid[param]) / min(grid[param]) >= 8:
+        ax.set_xscale("log", base=2)
+    ys = [y for pts in series.values() for _, y in pts]
+    if min(ys) > 0 and max(ys) / min(ys) >= 10:
+        ax.set_yscale("log")
+    ax.set_xlabel(param)
+    ax.set_ylabel("median time (s)" if kind == "measurement" else "value")
+    ax.set_title(f"sweep over {param}" + (f" ({len(series) - 12} more series not shown)" if len(series) > 12 else ""))
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    path = out_dir / f"sweep_{param}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
+    from .sweep import swept_parameters
+
+    grid = swept_parameters(out_dir)
+    if not grid:
+        return ""
+    parts = ["## Sweep", "Grid: " + "; ".join(f"`{k}` in {v}" for k, v in grid.items())]
+    points = []
+    for f in sorted((out_dir / "points").glob("*/status.json")):
+        st = json.loads(f.read_text())
+        points.append([f.parent.name, "ok" if st["ok"] else "**failed**", st["seconds"], st.get("error") or ""])
+    parts.append(_md_table(["point", "status", "seconds", "error"], points))
+    for param in grid:
+        path = sweep_plot(out_dir, [r for r in rows if r["kind"] != "run"], param, grid)
+        if path:
+            parts.append(f"![sweep over {param}]({path.name})")
+    return "\n\n".join(parts)
+
+
 def build(out_dir: str | Path) -> str:
     """The report's Markdown text for the run folder `out_dir` (reads `out_dir/results.jsonl`)."""
     out_dir = Path(out_dir)
@@ -114,7 +181,8 @@ def build(out_dir: str | Path) -> str:
              for r in runs]))
     sections = [_study_section(s, [r for r in rs if r["kind"] != "run"], out_dir)
                 for s, rs in _by_study(rows).items() if any(r["kind"] != "run" for r in rs)]
-    return "\n\n".join(head + sections) + "\n"
+    sweep = _sweep_section(out_dir, rows)
+    return "\n\n".join(head + ([sweep] if sweep else []) + sections) + "\n"
 
 
 def write(out_dir: str | Path) -> Path:

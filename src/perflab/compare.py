@@ -1,0 +1,123 @@
+"""`perflab compare A B`: two result sets (two hosts, two commits) side by side, per study and metric.
+
+Rows pair when study, kind, metric, benchmark label, case, implementation and parameters (all but
+`out_dir`) are equal. Timings compare medians; values compare values. The ratio is B / A: for a time,
+below 1 means B is faster. Rows without a partner are listed, never dropped silently.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from .bench import fmt_seconds
+from .results import read_rows
+
+IGNORED_PARAMS = ("out_dir",)
+
+
+def load(path: str | Path) -> list[dict]:
+    """Rows of a run folder (its results.jsonl) or of a results file."""
+    p = Path(path)
+    f = p / "results.jsonl" if p.is_dir() else p
+    if not f.is_file():
+        raise FileNotFoundError(f"no results at {f} (expected a run folder holding results.jsonl, or the file)")
+    return read_rows(f)
+
+
+def _key(r: dict) -> tuple:
+    params = {k: v for k, v in (r.get("params") or {}).items() if k not in IGNORED_PARAMS}
+    return (r.get("study", ""), r["kind"], r.get("metric", ""), r.get("label", ""), r.get("sub_label", ""),
+            r.get("impl") or r.get("description") or "", json.dumps(params, sort_keys=True))
+
+
+def _number(r: dict) -> float | None:
+    v = r.get("median_s") if r["kind"] == "measurement" else r.get("value")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+@dataclasses.dataclass
+class Comparison:
+    paired: list[tuple[tuple, dict, dict]]
+    only_a: list[dict]
+    only_b: list[dict]
+    repeated: int  # rows that had a later row with the same key on the same side (the last one is used)
+
+
+def compare(a_rows: list[dict], b_rows: list[dict]) -> Comparison:
+    def index(rows):
+        out, rep = {}, 0
+        for r in rows:
+            if r.get("kind") in ("measurement", "value") and _number(r) is not None:
+                k = _key(r)
+                rep += k in out
+                out[k] = r
+        return out, rep
+
+    a, ra = index(a_rows)
+    b, rb = index(b_rows)
+    paired = [(k, a[k], b[k]) for k in a if k in b]
+    return Comparison(paired=paired, only_a=[a[k] for k in a if k not in b],
+                      only_b=[b[k] for k in b if k not in a], repeated=ra + rb)
+
+
+def _show(r: dict) -> str:
+    v = _number(r)
+    return fmt_seconds(v) if r["kind"] == "measurement" else f"{v:.4g} {r.get('unit', '')}".strip()
+
+
+def _side(rows: list[dict]) -> str:
+    envs = {(r["env"].get("device_name"), r["env"].get("torch"), (r["env"].get("commit") or "-")[:10])
+            for r in rows if r.get("env")}
+    return "; ".join(f"{d}, torch {t}, commit {c}" for d, t, c in sorted(envs, key=str)) or "no environment"
+
+
+def _case(k: tuple) -> str:
+    study, kind, metric, label, sub, impl, params = k
+    return " / ".join(x for x in (metric if metric != label else "", label, sub, impl) if x)
+
+
+def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: str, b_name: str) -> str:
+    lines = [f"# perflab compare: A = `{a_name}`, B = `{b_name}`", "",
+             f"- A: {_side(a_rows)}", f"- B: {_side(b_rows)}",
+             f"- {len(c.paired)} paired rows; {len(c.only_a)} only in A; {len(c.only_b)} only in B"
+             + (f"; {c.repeated} repeated rows (the last of each is used)" if c.repeated else ""),
+             "", "Ratio is B / A: for a time, below 1 means B is faster.", ""]
+    for study in sorted({k[0] for k, _, _ in c.paired}):
+        lines += [f"## {study}", "", "| case | parameters | A | B | B / A |", "|---|---|---|---|---|"]
+        for k, ra, rb in (p for p in c.paired if p[0][0] == study):
+            va, vb = _number(ra), _number(rb)
+            ratio = f"{vb / va:.3g}" if va else "n/a"
+            params = ", ".join(f"{x}={y}" for x, y in json.loads(k[6]).items())
+            lines.append(f"| {_case(k)} | {params} | {_show(ra)} | {_show(rb)} | {ratio} |")
+        lines.append("")
+    for title, rows in (("Only in A (no partner in B)", c.only_a), ("Only in B (no partner in A)", c.only_b)):
+        if rows:
+            lines += [f"## {title}", ""] + [f"- {r.get('study')}: {_case(_key(r))} = {_show(r)}" for r in rows] + [""]
+    return "\n".join(lines)
+
+
+def plot(c: Comparison, path: str | Path, a_name: str, b_name: str) -> Path | None:
+    """A horizontal bar chart of B / A per paired row (log scale); None when nothing pairs."""
+    if not c.paired:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{k[0]}: {_case(k)}"[:70] for k, _, _ in c.paired]
+    ratios = [(_number(b) / _number(a)) if _number(a) else float("nan") for _, a, b in c.paired]
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(labels) + 1.5))
+    ax.barh(range(len(labels)), ratios, color=["tab:green" if r < 1 else "tab:red" for r in ratios])
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"B / A  (B = {b_name}, A = {a_name}; time: < 1 means B faster)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
