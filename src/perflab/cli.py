@@ -108,6 +108,8 @@ def cmd_run(args) -> int:
     outcomes = []
     for i, (name, path, params) in enumerate(jobs, 1):
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+        if args.preset and nbs.preset_file(args.preset, name, args.params_dir) is None:
+            shown += f"; preset {args.preset!r} has no file for it"
         print(f"[{i}/{len(jobs)}] {name} ({shown})", flush=True)
         o = nbs.execute(name, path, params, out, kernel_name=args.kernel, progress=not args.no_progress,
                         cell_timeout=args.cell_timeout)
