@@ -160,3 +160,26 @@ def test_optimized_step_on_cuda_has_no_sync_warnings():
         for i, (x, y) in enumerate(data[1:], start=1):
             train_step(model, opt, x, y, i, sc)
     assert c.cuda_debug_warnings == 0
+
+
+def test_dynamo_captures_the_optimized_losses_in_one_graph(batches):
+    # a second witness for "sync-free": fullgraph=True fails on any host read; backend "eager"
+    # traces without generating code (cheap on CPU)
+    from perflab.compiles import count_compiles
+    from perflab.vae.train import step_losses
+
+    model = build_model(SMALL)
+    x, y = batches[0]
+    torch._dynamo.reset()
+    try:
+        fn = torch.compile(step_losses, backend="eager", fullgraph=True)
+        with count_compiles() as cc:
+            out = fn(model, x, y, 1, step_config("optimized"), TC)
+        assert cc.graphs == 1 and cc.compiles == 1
+        assert set(out) == {"loss", "nll", "kl", "sep", "n_bad"}
+        torch._dynamo.reset()
+        fn = torch.compile(step_losses, backend="eager", fullgraph=True)
+        with pytest.raises(Exception, match="(?i)data-dependent|graph break|unsupported"):
+            fn(model, x, y, 1, step_config("baseline"), TC)
+    finally:
+        torch._dynamo.reset()

@@ -19,7 +19,7 @@ import functools
 from typing import Iterable
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .baseline import fisher_ratio_loop, host_metrics, remap_host, remap_unique
 from .config import StepConfig, TrainConfig, step_config
