@@ -69,13 +69,17 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     kw = dict(model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
     _, mb = run(step_config("baseline"), batches, **kw)
     _, mo = run(step_config("optimized", sep_grad=False), batches, **kw)
-    same = all(torch.equal(p, q) for p, q in zip(mb.parameters(), mo.parameters()))
+    exact = torch.device(device).type == "cpu"
+    if exact:  # the same kernels in the same order on the same data: bit for bit
+        same = all(torch.equal(p, q) for p, q in zip(mb.parameters(), mo.parameters()))
+    else:  # a GPU BLAS may pick another kernel between two runs (workspace, alignment): rounding only
+        same = all(torch.allclose(p, q, rtol=1e-5, atol=1e-7) for p, q in zip(mb.parameters(), mo.parameters()))
     _, gb = run(step_config("baseline", sep_grad=True), batches, **kw)
     _, go = run(step_config("optimized", sep_grad=True), batches, **kw)
     close = all(torch.allclose(p, q, rtol=1e-4, atol=1e-5) for p, q in zip(gb.parameters(), go.parameters()))
     steers = not all(torch.equal(p, q) for p, q in zip(mo.parameters(), go.parameters()))
     n = len(batches)
-    return [(f"same parameters after {n} steps, no_grad separability", same, "bit-identical"),
+    return [(f"same parameters after {n} steps, no_grad separability", same, "bit-identical" if exact else "rtol 1e-5"),
             (f"same parameters after {n} steps, separability gradient", close, "rtol 1e-4"),
             ("the separability gradient changes the weights", steers, "sep_grad True vs False")]
 
@@ -115,3 +119,9 @@ def fullgraph_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
         out.append((f"dynamo {verb} the {impl} losses in one graph", captured == want, "fullgraph=True"))
     torch._dynamo.reset()
     return out
+
+
+def curves_agree(a, b, rtol: float) -> dict[str, bool]:
+    """Per metric: every step of EpochLog `b` within `rtol` of `a` (relative to max(1, |a|))."""
+    return {k: len(a.values[k]) == len(b.values[k]) and
+            max(abs(u - v) / max(1.0, abs(u)) for u, v in zip(a.values[k], b.values[k])) < rtol for k in a.values}

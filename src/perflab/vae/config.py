@@ -113,6 +113,7 @@ class VAEParams:
     log_every: int = 10
     curve_steps: int = 100
     rounds: int = 2
+    clock: str = "auto"
     min_run_time: float = 0.1
     max_run_time: float = 0.3
     sweep_batches: list = field(default_factory=lambda: [16, 64, 256, 1024])
@@ -126,6 +127,7 @@ class VAEParams:
         require(self.group in (0, 1), f"group must be 0 (labels 0-2) or 1 (labels 3-5), got {self.group}")
         require(self.log_every >= 1, f"log_every must be >= 1, got {self.log_every}")
         require(self.curve_steps >= 2 and self.sweep_steps >= 1, "curve_steps must be >= 2 and sweep_steps >= 1")
+        require(self.clock in ("auto", "wall", "cpu"), f"clock must be 'auto', 'wall' or 'cpu', got {self.clock!r}")
         require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
         require(0 < self.min_run_time <= self.max_run_time, "need 0 < min_run_time <= max_run_time")
         require(len(self.sweep_batches) >= 2 and all(isinstance(b, int) and b >= 1 for b in self.sweep_batches),
