@@ -2,7 +2,6 @@
 them, logs them with run.log.check and raises if any failed."""
 from __future__ import annotations
 
-import dataclasses
 
 import torch
 

@@ -63,13 +63,14 @@ def run(config: StepConfig, batches, *, model_cfg: ModelConfig, train_cfg: Train
     return log, model
 
 
-def count_syncs(config: StepConfig, batches, *, cuda_debug: bool = False, **kw):
-    """Host syncs over one epoch of `batches` (a HostSyncCounter), after one untimed warm-up step."""
-    model, opt = fresh(kw["model_cfg"], kw["seed"], kw["device"])
-    train_epoch(model, batches[:1], config=config, optimizer=opt, train=kw["train_cfg"], progress=False)
+def count_syncs(config: StepConfig, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+                device: torch.device | str, cuda_debug: bool = False):
+    """Host syncs over one epoch of `batches` (a HostSyncCounter), after one uncounted warm-up step
+    (its first-step allocations, e.g. Adam's state, are not what the loop does every step)."""
+    model, opt = fresh(model_cfg, seed, device)
+    train_epoch(model, batches[:1], config=config, optimizer=opt, train=train_cfg, progress=False)
     with count_host_syncs(cuda_debug=cuda_debug) as c:
-        train_epoch(model, batches, config=config, optimizer=opt, train=kw["train_cfg"], start_step=1,
-                    progress=False)
+        train_epoch(model, batches, config=config, optimizer=opt, train=train_cfg, start_step=1, progress=False)
     return c
 
 

@@ -15,7 +15,6 @@ the steps, so the hot loop keeps zero syncs. Validate a dataset up front with
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Iterable
 
 import torch
@@ -97,14 +96,64 @@ class EpochLog:
         return len(self.steps)
 
 
-def _raise_bad(steps: list[int], counts: list[float], num_labels: int) -> None:
-    hit = [(s, int(c)) for s, c in zip(steps, counts) if c > 0]
-    if hit:
-        where = ", ".join(f"step {s}: {c}" for s, c in hit[:5]) + (" ..." if len(hit) > 5 else "")
-        raise BadLabelsError(
-            f"labels outside the declared range [0, {num_labels}) ({where}). The sync-free remap gave them "
-            "no class and this host read reports them; validate the data with "
-            "remap_presence(y, num_labels, check=True), or declare num_labels to cover them")
+class _PerStepReads:
+    """metrics "item" (the original): four .cpu().item() every step; a postfix every log_every steps
+    (every step for the baseline). A sync-free remap's bad-label count is read once, at the end."""
+
+    def __init__(self, log: EpochLog, bar, sc: StepConfig, num_labels: int):
+        self.log, self.bar, self.sc, self.num_labels = log, bar, sc, num_labels
+        self.bad_total = None
+
+    def after_step(self, step: int, values: dict) -> None:
+        row = host_metrics({k: values[k] for k in METRICS})  # SYNC x4: the original, every step
+        self.log.add(step, row)
+        self.log.reads += 1
+        if isinstance(values["n_bad"], torch.Tensor):  # a device count: summed here, read in finish()
+            self.bad_total = values["n_bad"] if self.bad_total is None else self.bad_total + values["n_bad"]
+        if len(self.log) % self.sc.log_every == 0:
+            self.bar.set_postfix({k: f"{v:.4f}" for k, v in row.items()})
+
+    def finish(self, first: int, last: int) -> None:
+        if self.bad_total is not None and int(self.bad_total):  # SYNC: once per epoch
+            raise BadLabelsError(f"{int(self.bad_total)} labels outside the declared range [0, {self.num_labels}) "
+                                 f"in steps {first}..{last} (found at the end of the epoch)")
+
+
+class _DeferredReads:
+    """metrics "device": each step's values go into a device buffer; the host reads it (one sync),
+    checks the bad-label counts and updates the postfix every log_every steps and at the end."""
+
+    def __init__(self, log: EpochLog, bar, sc: StepConfig, num_labels: int):
+        self.log, self.bar, self.sc, self.num_labels = log, bar, sc, num_labels
+        self.sink: DeviceMetrics | None = None
+        self.pending: list[int] = []  # steps whose metrics sit in the buffer
+
+    def after_step(self, step: int, values: dict) -> None:
+        if self.sink is None:
+            self.sink = DeviceMetrics(METRICS + ("n_bad",), self.sc.log_every, values["loss"].device)
+        self.sink.write(values)
+        self.pending.append(step)
+        if self.sink.filled == self.sc.log_every:
+            self._flush()
+
+    def finish(self, first: int, last: int) -> None:
+        if self.sink is not None and self.sink.filled:
+            self._flush()
+
+    def _flush(self) -> None:
+        rows = self.sink.read()  # SYNC: the one host read per log_every steps
+        self.log.reads += 1
+        hit = [(s, int(r["n_bad"])) for s, r in zip(self.pending, rows) if r["n_bad"] > 0]
+        if hit:
+            where = ", ".join(f"step {s}: {c}" for s, c in hit[:5]) + (" ..." if len(hit) > 5 else "")
+            raise BadLabelsError(
+                f"labels outside the declared range [0, {self.num_labels}) ({where}). The sync-free remap gave "
+                "them no class and this host read reports them; validate the data with "
+                "remap_presence(y, num_labels, check=True), or declare num_labels to cover them")
+        for s, r in zip(self.pending, rows):
+            self.log.add(s, r)
+        self.pending.clear()
+        self.bar.set_postfix({k: f"{sum(r[k] for r in rows) / len(rows):.4f}" for k in METRICS})
 
 
 def train_epoch(model: MixtureVAE, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
@@ -123,44 +172,15 @@ def train_epoch(model: MixtureVAE, batches: Iterable[tuple[torch.Tensor, torch.T
     log = EpochLog()
     total = len(batches) if hasattr(batches, "__len__") else None
     bar = tqdm(batches, total=total, file=progress_file, disable=not progress, leave=False, desc=impl)
-    sink: DeviceMetrics | None = None
-    bad_total = None  # device count of bad labels when metrics are read per step ("item")
-    pending: list[int] = []  # steps whose metrics sit in the device buffer
+    reads = (_PerStepReads if sc.metrics == "item" else _DeferredReads)(log, bar, sc, train.num_labels)
     step = start_step
-    for x, y in bar:
-        values = train_step(model, optimizer, x, y, step, sc, train)
-        if sc.metrics == "item":
-            row = host_metrics({k: values[k] for k in METRICS})  # SYNC x4: the original, every step
-            log.add(step, row)
-            log.reads += 1
-            if isinstance(values["n_bad"], torch.Tensor):  # sync-free remap: check at the end (one read)
-                bad_total = values["n_bad"] if bad_total is None else bad_total + values["n_bad"]
-            if len(log) % sc.log_every == 0:
-                bar.set_postfix({k: f"{v:.4f}" for k, v in row.items()})  # the original: every step
-        else:
-            if sink is None:
-                sink = DeviceMetrics(METRICS + ("n_bad",), sc.log_every, x.device)
-            sink.write(values)
-            pending.append(step)
-            if sink.filled == sc.log_every:
-                _flush(sink, pending, log, bar, train.num_labels)
-        step += 1
-    if sink is not None and sink.filled:
-        _flush(sink, pending, log, bar, train.num_labels)
-    if bad_total is not None and int(bad_total):  # SYNC: once per epoch
-        raise BadLabelsError(f"{int(bad_total)} labels outside the declared range [0, {train.num_labels}) "
-                             f"in steps {start_step}..{step - 1} (found at the end of the epoch)")
-    bar.close()
+    try:
+        for x, y in bar:
+            reads.after_step(step, train_step(model, optimizer, x, y, step, sc, train))
+            step += 1
+        reads.finish(start_step, step - 1)
+    finally:
+        bar.close()
     if step == start_step:
         raise ValueError("train_epoch: `batches` yielded no batch")
     return log
-
-
-def _flush(sink: DeviceMetrics, pending: list[int], log: EpochLog, bar, num_labels: int) -> None:
-    rows = sink.read()  # SYNC: the one host read per log_every steps
-    log.reads += 1
-    _raise_bad(pending, [r["n_bad"] for r in rows], num_labels)
-    for s, r in zip(pending, rows):
-        log.add(s, r)
-    pending.clear()
-    bar.set_postfix({k: f"{sum(r[k] for r in rows) / len(rows):.4f}" for k in METRICS})
