@@ -41,3 +41,18 @@ def test_fmt_seconds_units():
 def test_memory_bandwidth_is_positive():
     bw, m = memory_bandwidth("cpu", nbytes=16 * 2**20, min_run_time=0.05, max_run_time=0.5)
     assert bw > 1e8  # any machine copies more than 100 MB/s
+
+
+def test_measure_with_a_cpu_time_clock_ignores_waiting():
+    import time
+
+    def work_then_wait():  # ~2 ms of CPU work, then 10 ms asleep
+        t0 = time.process_time()
+        while time.process_time() - t0 < 0.002:
+            pass
+        time.sleep(0.010)
+
+    kw = dict(label="wait", warmup=0, min_run_time=0.03, max_run_time=0.1)
+    wall = measure(work_then_wait, **kw)
+    cpu = measure(work_then_wait, timer=time.process_time, **kw)
+    assert wall.median >= 0.011 and 0.0015 < cpu.median < 0.006  # the sleep costs wall time only

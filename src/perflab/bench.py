@@ -32,12 +32,16 @@ __all__ = ["measure", "measure_cuda_events", "summary", "fmt", "fmt_seconds", "s
 def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
             min_run_time: float = 0.2, max_run_time: float = 10.0, threshold: float = 0.1,
             warmup: int = 1, num_threads: int | None = None,
-            device: torch.device | str | None = None) -> Measurement:
+            device: torch.device | str | None = None,
+            timer: Callable[[], float] | None = None) -> Measurement:
     """Time `fn()` and return a `torch.utils.benchmark.Measurement`.
 
     `warmup` untimed calls first (compiles, allocator growth, caches), then blocks of calls until
     the IQR/median is below `threshold` (with >= 4 blocks and >= `min_run_time` s) or `max_run_time` s.
     Compile time is not in the result: time it separately (see `perflab.compiles`).
+    `timer` replaces Timer's clock (wall time, CUDA-synchronized when CUDA is present), e.g.
+    `time.process_time` to count only this process's CPU time on a shared CPU host (with one thread
+    it equals an idle host's wall time). CPU only: it neither synchronizes nor counts the host's waits.
     """
     if warmup < 0 or min_run_time <= 0 or max_run_time < min_run_time:
         raise ValueError("measure: need warmup >= 0 and 0 < min_run_time <= max_run_time")
@@ -45,9 +49,10 @@ def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", descri
         fn()
     if device is not None:
         synchronize(device)
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label, sub_label=sub_label,
-                            description=description, num_threads=num_threads or torch.get_num_threads())
-    return timer.adaptive_autorange(threshold=threshold, min_run_time=min_run_time, max_run_time=max_run_time)
+    extra = {"timer": timer} if timer is not None else {}
+    t = benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label, sub_label=sub_label,
+                        description=description, num_threads=num_threads or torch.get_num_threads(), **extra)
+    return t.adaptive_autorange(threshold=threshold, min_run_time=min_run_time, max_run_time=max_run_time)
 
 
 def measure_cuda_events(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",

@@ -1,0 +1,126 @@
+"""The notebook's correctness checks, each returning (name, passed, detail). The notebook prints
+them, logs them with run.log.check and raises if any failed."""
+from __future__ import annotations
+
+
+import torch
+
+from .baseline import fisher_ratio_loop, remap_host, remap_unique
+from .config import ModelConfig, TrainConfig, step_config
+from .model import ComplexLinear
+from .optimized import fisher_ratio_vectorized, remap_presence
+from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
+from .study import fresh, run
+from .train import BadLabelsError, step_losses, train_epoch
+from ..syncs import count_host_syncs
+
+Check = tuple[str, bool, str]
+
+
+def remap_checks(batches, num_labels: int) -> list[Check]:
+    """Every remap equals the reference on the data's batches and on hand-made label sets; the
+    presence-table remap counts zero host syncs on all of them."""
+    dev = batches[0][1].device
+    cases = [y for _, y in batches[:4]] + [torch.tensor(v, device=dev) for v in
+                                           ([0, 1, 2, 1], [3, 4, 5, 3], [4, 4, 4], [5, 0, 5, 2], [2, 1, 0, 3])]
+    agree, syncs = True, 0
+    for y in cases:
+        ref = remap_reference(y.tolist())
+        for f in (remap_host, remap_unique):
+            agree &= f(y, num_labels).labels.tolist() == ref
+        with count_host_syncs() as c:
+            out = remap_presence(y, num_labels)
+        syncs += c.total
+        agree &= out.labels.tolist() == ref
+    return [("remaps equal the reference (0-2, 3-5, one class, unsorted, data)", agree, f"{len(cases)} label sets"),
+            ("presence-table remap: host syncs", syncs == 0, f"{syncs} syncs over {len(cases)} calls")]
+
+
+def separability_checks(model, batches, num_labels: int) -> list[Check]:
+    """The vectorized ratio equals the loop (float32, rtol 1e-5: the same sums in another order)
+    and the float64 reference (rtol 1e-4: float32 inputs), on the encoder means of real batches."""
+    ok_loop = ok_ref = True
+    with torch.no_grad():
+        for x, y in batches[:4]:
+            r = remap_presence(y, num_labels)
+            z = model.encode(x)[0]
+            loop = fisher_ratio_loop(z, r.labels, r.n_classes)
+            vec = fisher_ratio_vectorized(z, r.labels, r.n_classes, num_labels=num_labels)
+            ok_loop &= torch.allclose(vec, loop, rtol=1e-5, atol=1e-7)
+            ref = fisher_ratio_reference(z, r.labels)
+            ok_ref &= abs(vec.item() - ref) <= 1e-4 * abs(ref) + 1e-7
+    return [("separability: vectorized equals the class loop", ok_loop, "rtol 1e-5"),
+            ("separability: vectorized equals the float64 reference", ok_ref, "rtol 1e-4")]
+
+
+def complex_linear_check(device) -> list[Check]:
+    torch.manual_seed(0)
+    layer = ComplexLinear(7, 5).to(device)
+    h = torch.randn(3, 14, device=device)
+    ok = torch.allclose(layer(h).double(), complex_linear_reference(layer, h), rtol=1e-5, atol=1e-6)
+    return [("ComplexLinear equals (A + iB) h + b in complex128", ok, "rtol 1e-5")]
+
+
+def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int, device) -> list[Check]:
+    """Baseline and optimized on the same seed and data: bit-identical parameters with the original's
+    no_grad separability; close parameters with its gradient flowing (the loop's and the matmuls'
+    gradients differ by rounding, which Adam carries); and the gradient does change the weights."""
+    kw = dict(model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+    _, mb = run(step_config("baseline"), batches, **kw)
+    _, mo = run(step_config("optimized", sep_grad=False), batches, **kw)
+    exact = torch.device(device).type == "cpu"
+    if exact:  # the same kernels in the same order on the same data: bit for bit
+        same = all(torch.equal(p, q) for p, q in zip(mb.parameters(), mo.parameters()))
+    else:  # a GPU BLAS may pick another kernel between two runs (workspace, alignment): rounding only
+        same = all(torch.allclose(p, q, rtol=1e-5, atol=1e-7) for p, q in zip(mb.parameters(), mo.parameters()))
+    _, gb = run(step_config("baseline", sep_grad=True), batches, **kw)
+    _, go = run(step_config("optimized", sep_grad=True), batches, **kw)
+    close = all(torch.allclose(p, q, rtol=1e-4, atol=1e-5) for p, q in zip(gb.parameters(), go.parameters()))
+    steers = not all(torch.equal(p, q) for p, q in zip(mo.parameters(), go.parameters()))
+    n = len(batches)
+    return [(f"same parameters after {n} steps, no_grad separability", same, "bit-identical" if exact else "rtol 1e-5"),
+            (f"same parameters after {n} steps, separability gradient", close, "rtol 1e-4"),
+            ("the separability gradient changes the weights", steers, "sep_grad True vs False")]
+
+
+def bad_label_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int, device) -> list[Check]:
+    """A label outside the declared range: the baseline raises at the batch; the optimized loop at
+    its next host read."""
+    bad = [(x, y.clone()) for x, y in batches[:3]]
+    bad[1][1][0] = train_cfg.num_labels + 3
+    out = []
+    for impl, err in (("baseline", ValueError), ("optimized", BadLabelsError)):
+        model, opt = fresh(model_cfg, seed, device)
+        try:
+            train_epoch(model, bad, impl=impl, optimizer=opt, train=train_cfg, log_every=2, progress=False)
+            raised = False
+        except err:
+            raised = True
+        out.append((f"{impl}: a label outside [0, {train_cfg.num_labels}) raises", raised, err.__name__))
+    return out
+
+
+def fullgraph_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int, device) -> list[Check]:
+    """A second witness: dynamo captures the optimized step's losses as one graph (fullgraph=True,
+    backend "eager": no code generation), and cannot capture the baseline's (its host reads break it)."""
+    model, _ = fresh(model_cfg, seed, device)
+    x, y = batches[0]
+    out = []
+    for impl, want in (("optimized", True), ("baseline", False)):
+        torch._dynamo.reset()
+        fn = torch.compile(step_losses, backend="eager", fullgraph=True)
+        try:
+            fn(model, x, y, 1, step_config(impl), train_cfg)
+            captured = True
+        except Exception:  # dynamo's Unsupported / UserError on a data-dependent host read
+            captured = False
+        verb = "captures" if want else "cannot capture"
+        out.append((f"dynamo {verb} the {impl} losses in one graph", captured == want, "fullgraph=True"))
+    torch._dynamo.reset()
+    return out
+
+
+def curves_agree(a, b, rtol: float) -> dict[str, bool]:
+    """Per metric: every step of EpochLog `b` within `rtol` of `a` (relative to max(1, |a|))."""
+    return {k: len(a.values[k]) == len(b.values[k]) and
+            max(abs(u - v) / max(1.0, abs(u)) for u, v in zip(a.values[k], b.values[k])) < rtol for k in a.values}
