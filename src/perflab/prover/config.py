@@ -30,10 +30,10 @@ class EvalParams:
     n_families: int = 6              # size of the synthetic family knowledge graph
     kg_dir: str = ""                 # a knowledge-graph folder to load instead; empty means the synthetic one
     train_updates: int = 30          # policy-gradient updates before evaluating
-    batch_sizes: list = dataclasses.field(default_factory=lambda: [16, 64, 256, 1024])  # batch sweep
+    batch_sizes: list = dataclasses.field(default_factory=lambda: [16, 64, 256, 512, 1024])  # batch sweep
     tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
     min_run_time: float = 0.2        # seconds per timing at least
-    max_run_time: float = 2.0        # seconds per timing at most
+    max_run_time: float = 1.0        # seconds per timing at most
     threads: int = 1                 # torch CPU threads; 0 keeps torch's default
     device: str = "auto"             # auto, cpu or cuda
     out_dir: str = ""                # results folder; empty means $PERFLAB_OUT or outputs/local

@@ -72,27 +72,32 @@ def forward_closure(facts: set, rules_text: str) -> set:
         rules.append((dec(r.head), [dec(b) for b in r.body]))
     known = set(facts)
     while True:
-        by_pred = defaultdict(list)
+        index = defaultdict(list)      # (pred,), (pred, 1, a) and (pred, 2, b) -> facts
         for f in known:
-            by_pred[f[0]].append(f)
+            index[(f[0],)].append(f)
+            index[(f[0], 1, f[1])].append(f)
+            index[(f[0], 2, f[2])].append(f)
         new = set()
         for head, body in rules:
-            for theta in _match_body(body, by_pred, {}):
+            for theta in _match_body(body, index, {}):
                 new.add((head[0], *(theta.get(t, t) for t in head[1:])))
         if new <= known:
             return known
         known |= new
 
 
-def _match_body(body, by_pred, theta):
+def _match_body(body, index, theta):
     if not body:
         yield theta
         return
     p, x, y = body[0]
-    for _, a, b in by_pred.get(p, ()):
+    bx, by = theta.get(x, x), theta.get(y, y)
+    bound_x, bound_y = not isinstance(bx, int), not isinstance(by, int)  # variables are negative ints
+    key = (p, 1, bx) if bound_x else (p, 2, by) if bound_y else (p,)
+    for _, a, b in index.get(key, ()):
         t = dict(theta)
         if all(t.setdefault(v, c) == c if isinstance(v, int) else v == c for v, c in ((x, a), (y, b))):
-            yield from _match_body(body[1:], by_pred, t)
+            yield from _match_body(body[1:], index, t)
 
 
 def family_kg(n_families: int = 6, generations: int = 4, max_children: int = 3, known_fraction: float = 0.3,
@@ -193,3 +198,12 @@ def random_states(kg: KnowledgeGraph, n: int, max_atoms: int, seed: int, n_vars:
     states[term] = 0
     states[term, 0, 0] = torch.randint(0, 4, (int(term.sum()),), generator=g)
     return states, torch.full((n,), C + 1 + n_vars + 2, dtype=torch.long)
+
+
+def training_queries(kg: KnowledgeGraph) -> torch.Tensor:
+    """The queries the policy trains on: the train split, else valid (never test)."""
+    for split in ("train", "valid"):
+        if len(kg.queries.get(split, ())):
+            return kg.queries[split]
+    raise ValueError("the knowledge graph has no training queries: add train_queries.txt or valid.txt "
+                     "(test.txt is only evaluated)")
