@@ -7,10 +7,10 @@ import pytest
 
 from perflab.notebooks import inspect
 from perflab.params import ParameterError, load_preset, validate
-from perflab.prover.config import EvalParams
+from perflab.prover.config import EarlyExitParams, EvalParams
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = [("03_eval", EvalParams)]
+CASES = [("03_eval", EvalParams), ("04_early_exit", EarlyExitParams)]
 
 
 @pytest.mark.parametrize("name, schema", CASES)

@@ -14,7 +14,7 @@ import math
 import torch
 
 from ..memory import device_memory, peak_memory
-from .optimized import pad_to
+from .rollout import pad_to
 from .step import GreedyStep
 
 

@@ -8,16 +8,8 @@ import warnings
 
 import torch
 
-from .rollout import RolloutResult, concat, rollout_full
+from .rollout import RolloutResult, concat, pad_to, rollout_full  # noqa: F401 (pad_to re-exported)
 from .step import GreedyStep
-
-
-def pad_to(chunk: torch.Tensor, batch: int) -> torch.Tensor:
-    """[n, 3] -> [batch, 3], repeating the last row (a real candidate, so padded rows do typical work)."""
-    n = chunk.shape[0]
-    if n == batch:
-        return chunk
-    return torch.cat([chunk, chunk[-1:].expand(batch - n, -1)], dim=0)
 
 
 def score_candidates(step: GreedyStep, candidates: torch.Tensor, batch: int,
