@@ -167,6 +167,11 @@ def test_memory_model_picks_the_largest_batch_that_fits(setup):
     kg, engine, policy = setup
     measured = measure_memory_model(engine, policy, kg.queries["test"], probes=(16, 64))
     assert measured.bytes_per_row > 0 and measured.max_batch() >= 8
+    q = kg.queries["test"][:4]
+    cs = corruptions(kg, q, 5, "both", seed=0)
+    auto = evaluate_with_corruptions(kg, engine, policy, q, batch=0, max_depth=6, candidates=cs)
+    one = evaluate_with_corruptions(kg, engine, policy, q, batch=len(cs), max_depth=6, candidates=cs)
+    assert auto.batch == 24 and torch.equal(auto.ranks, one.ranks)   # 24 candidates fit: one chunk of 24
 
 
 def test_trainer_improves_and_policy_masks(setup):

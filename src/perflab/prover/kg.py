@@ -108,43 +108,21 @@ class KnowledgeGraph:
         names = {"facts": "facts.txt", "rules": "rules.txt", "true": "true_facts", **(names or {})}
         fact_atoms = [a for a, _ in _parse_facts(facts, names["facts"])]
         parsed_rules = _parse_rules(rules, names["rules"])
-        preds = list(SPECIAL_PREDICATES)
-        seen = set(preds)
-        for name, _ in fact_atoms:
-            if name not in seen:
-                seen.add(name), preds.append(name)
-        for head, body, _, _ in parsed_rules:
-            for name, _ in (head, *body):
-                if name not in seen:
-                    seen.add(name), preds.append(name)
         raw_queries = {split: _parse_facts(text, names.get(split, _QUERY_FILES.get(split, split)))
                        for split, text in (queries or {}).items()}
-        for split, atoms in raw_queries.items():
+        true_atoms = [a for a, _ in _parse_facts(true_facts, names["true"])]
+        rule_atoms = [a for head, body, _, _ in parsed_rules for a in (head, *body)]
+        preds = _ordered(SPECIAL_PREDICATES, (name for name, _ in fact_atoms + rule_atoms))
+        for atoms in raw_queries.values():
             for (name, _), (file, line) in atoms:
-                if name not in seen:
+                if name not in preds:
                     raise KGFormatError(f"{file}:{line}: unknown predicate {name!r} in a query "
                                         f"(not in the facts or rules; known: {', '.join(preds[FIRST_PRED:])})")
-        true_atoms = [a for a, _ in _parse_facts(true_facts, names["true"])]
-        consts = ["<pad>"]
-        cseen = set(consts)
-
-        def add_const(c):
-            if c not in cseen:
-                cseen.add(c), consts.append(c)
-        for _, args in fact_atoms:
-            add_const(args[0]), add_const(args[1])
-        for head, body, _, _ in parsed_rules:
-            for _, args in (head, *body):
-                for t in args:
-                    if not _is_var(t):
-                        add_const(t)
-        for atoms in raw_queries.values():
-            for (_, args), _ in atoms:
-                add_const(args[0]), add_const(args[1])
-        for _, args in true_atoms:
-            add_const(args[0]), add_const(args[1])
-        pid = {n: i for i, n in enumerate(preds)}
-        cid = {n: i for i, n in enumerate(consts)}
+        query_atoms = [a for atoms in raw_queries.values() for a, _ in atoms]
+        rule_consts = [t for _, args in rule_atoms for t in args if not _is_var(t)]  # facts: every token is one
+        consts = _ordered(["<pad>"], [t for _, args in fact_atoms for t in args] + rule_consts
+                          + [t for _, args in query_atoms + true_atoms for t in args])
+        pid, cid = dict(map(reversed, enumerate(preds))), dict(map(reversed, enumerate(consts)))
 
         def enc(atoms):
             rows = [[pid[n], cid[a], cid[b]] for n, (a, b) in atoms]
@@ -194,6 +172,17 @@ class KnowledgeGraph:
 
 
 # ---- parsing ---------------------------------------------------------------------------------
+
+def _ordered(first, names) -> list[str]:
+    """`first` then every new name, in order of first appearance."""
+    out = list(first)
+    seen = set(out)
+    for n in names:
+        if n not in seen:
+            seen.add(n)
+            out.append(n)
+    return out
+
 
 def _is_var(term: str) -> bool:
     return term[:1].isupper() or term[:1] == "_"
