@@ -185,3 +185,32 @@ def test_trainer_improves_and_policy_masks(setup):
     log = train_policy(policy, engine, kg.queries["train"], updates=12, batch=32, max_depth=6, seed=0)
     assert all(0.0 <= s <= 1.0 for s in log.success)
     assert sum(log.success[-4:]) / 4 > sum(log.success[:2]) / 2   # learns to prove held-out family facts
+
+
+@pytest.mark.gpu
+def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
+    from perflab.prover.rollout import rollout
+    from perflab.syncs import count_host_syncs
+
+    kg = setup[0]
+    engine = UnificationEngine(kg, max_derived=12, device="cuda")
+    policy = make_policy(kg, PolicyConfig(embed_dim=16, hidden=32, n_blocks=1), seed=0, device="cuda")
+    cands = corruptions(kg, kg.queries["test"][:8], 7, "both", seed=0).flat().cuda()      # 64 candidates
+    eager = GreedyStep(engine, policy, max_depth=6)
+    with torch.inference_mode(), count_host_syncs(cuda_debug=True) as syncs:
+        engine.derive(*engine.initial(cands))
+    assert syncs.total == 0 and syncs.cuda_debug_warnings == 0, syncs
+    reset()
+    graphs = GreedyStep(engine, policy, max_depth=6, compile="reduce-overhead")
+    with torch.inference_mode():
+        want = optimized.score_candidates(eager, cands, 16)
+        got = optimized.score_candidates(graphs, cands, 16)                  # compiles, records the graph
+        with count_compiles() as cc:
+            tail = optimized.score_candidates(graphs, cands[:37], 16)        # a tail of 5: padded, no recompile
+            recycled = rollout(graphs, cands, 16, "recycle")
+    assert (cc.graphs, cc.recompiles) == (0, 0)
+    # another kernel choice per device and mode: allow float32 rounding, outcomes must be equal
+    torch.testing.assert_close(got.score.cpu(), want.score.cpu(), rtol=1e-4, atol=1e-4)
+    assert torch.equal(got.proven.cpu(), want.proven.cpu()) and torch.equal(recycled.steps.cpu(), want.steps.cpu())
+    torch.testing.assert_close(tail.score.cpu(), want.score[:37].cpu(), rtol=1e-4, atol=1e-4)
+    reset()
