@@ -10,6 +10,8 @@ spikes shorter than that, which `.method` records).
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import threading
 from pathlib import Path
@@ -30,6 +32,22 @@ def _vm_hwm() -> int | None:
     except OSError:
         return None
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc
+    except (OSError, AttributeError):
+        return None
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the OS. Freed memory the allocator keeps is still resident:
+    a block that reuses it would raise no high-water mark, and its peak would read as ~0."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _reset_hwm() -> bool:
@@ -59,7 +77,9 @@ class PeakMemory:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
             self.start_bytes = torch.cuda.memory_allocated(self.device)
-        elif _reset_hwm() and _vm_hwm() is not None:
+            return self
+        _trim_heap()
+        if _reset_hwm() and _vm_hwm() is not None:
             self.method = "rss_hwm"
             self.start_bytes = _rss()
         else:
