@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..env import synchronize
-from .batches import IndexStream, collate, tokenize_example
+from .batches import IndexStream, batch_on_the_fly
 from .common import TrainerBase
 
 
@@ -26,10 +26,7 @@ class BaselineTrainer(TrainerBase):
         self.opt = torch.optim.AdamW(self.core.trainable_parameters(), lr=lr)
 
     def _batch(self, index: list[int]):
-        cfg = self.core.cfg
-        items = [tokenize_example(self.examples[i], self.tok, max_bytes=cfg.max_bytes,
-                                  max_answer_tokens=cfg.max_answer_tokens, where=f"example {i}") for i in index]
-        batch = collate(items, index, pad_id=self.tok.pad_id, k_tokens=cfg.k_tokens)
+        batch = batch_on_the_fly(self.examples, index, self.tok, self.core.cfg)  # bytes, scaffolds, answer: now
         return batch.to(self.device)  # blocking copies (non_blocking=False, the default)
 
     def step(self) -> float:

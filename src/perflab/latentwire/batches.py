@@ -91,6 +91,13 @@ def collate(items: list[TokenizedExample], index: list[int], *, pad_id: int, k_t
                  index=torch.tensor(index, dtype=torch.long))
 
 
+def batch_on_the_fly(examples, index: list[int], tok: Tokenizer, cfg) -> Batch:
+    """Tokenize examples[index] now and collate them (`cfg`: a ModelConfig): the per-step data path."""
+    items = [tokenize_example(examples[i], tok, max_bytes=cfg.max_bytes, max_answer_tokens=cfg.max_answer_tokens,
+                              where=f"example {i}") for i in index]
+    return collate(items, index, pad_id=tok.pad_id, k_tokens=cfg.k_tokens)
+
+
 class PretokenizedCache:
     """Every example tokenized once into padded matrices; a batch is a row gather plus a slice.
 
@@ -106,6 +113,12 @@ class PretokenizedCache:
         self.k_tokens = k_tokens
         self.full = full.pin_memory() if pin else full
         self.pin = pin
+
+    @classmethod
+    def for_model(cls, examples, tok: Tokenizer, cfg, *, pin: bool = False) -> "PretokenizedCache":
+        """The cache for a ModelConfig's limits and K."""
+        return cls(examples, tok, max_bytes=cfg.max_bytes, max_answer_tokens=cfg.max_answer_tokens,
+                   k_tokens=cfg.k_tokens, pin=pin)
 
     def __len__(self) -> int:
         return len(self.enc_len)

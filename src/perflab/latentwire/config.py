@@ -114,14 +114,15 @@ class LatentWireParams:
     torch_threads: int = 1
     max_batch: int = 64
     mem_budget_gb: float = 4.0
-    curve_samples: int = 128
+    curve_samples: int = 96
     curve_batch: int = 16
+    rounds: int = 3
     min_run_time: float = 0.3
     max_run_time: float = 1.0
 
     def check(self) -> None:
         for name in ("n_examples", "n_heldout", "d_enc", "enc_layers", "d_lm", "lm_layers", "latent_len",
-                     "k_tokens", "accum_steps", "ablation_batch", "max_batch", "curve_samples", "curve_batch"):
+                     "k_tokens", "accum_steps", "ablation_batch", "max_batch", "curve_samples", "curve_batch", "rounds"):
             require(getattr(self, name) >= 1, f"parameter {name!r} must be >= 1, got {getattr(self, name)}")
         require(self.num_workers >= 0 and self.torch_threads >= 0,
                 "parameters 'num_workers' and 'torch_threads' must be >= 0")

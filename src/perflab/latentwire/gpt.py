@@ -85,7 +85,8 @@ class TinyGPT(nn.Module):
 
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
         """[B, T, d] embeddings -> [B, T, V] logits."""
-        self.forward_calls += 1
+        if not torch.compiler.is_compiling():  # an int attribute read in a graph would be a guard: recompiles
+            self.forward_calls += 1
         t = inputs_embeds.shape[1]
         if t > self.max_pos:
             raise ValueError(f"LM input of {t} positions exceeds the GPT's {self.max_pos} (ModelConfig.lm_max_pos)")

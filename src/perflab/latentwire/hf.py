@@ -71,7 +71,8 @@ class HFCausalLM(nn.Module):
         return float(self.model.get_input_embeddings().weight.detach().float().pow(2).mean().sqrt())
 
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
-        self.forward_calls += 1
+        if not torch.compiler.is_compiling():
+            self.forward_calls += 1
         if self.checkpointing and not self.model.is_gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         return self.model(inputs_embeds=inputs_embeds, use_cache=False).logits

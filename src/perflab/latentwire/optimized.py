@@ -26,7 +26,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler
 
 from ..env import synchronize
-from .batches import IndexStream, PretokenizedCache, collate, tokenize_example
+from .batches import IndexStream, PretokenizedCache, batch_on_the_fly
 from .common import TrainerBase
 from .config import Toggles
 
@@ -43,13 +43,26 @@ class _ExamplesDataset(torch.utils.data.Dataset):
     def __getitems__(self, index: list[int]):
         if self.cache is not None:
             return self.cache.batch(index)
-        items = [tokenize_example(self.examples[i], self.tok, max_bytes=self.cfg.max_bytes,
-                                  max_answer_tokens=self.cfg.max_answer_tokens, where=f"example {i}") for i in index]
-        return collate(items, index, pad_id=self.tok.pad_id, k_tokens=self.cfg.k_tokens)
+        return batch_on_the_fly(self.examples, index, self.tok, self.cfg)
 
 
 def _whole_batch(batch):
     return batch  # __getitems__ already returns a collated Batch
+
+
+def make_loader(examples, tok, cfg, cache: PretokenizedCache | None, *, batch_size: int, num_workers: int,
+                persistent_workers: bool, pin_memory: bool, seed: int, rank: int = 0,
+                world: int = 1) -> tuple[DataLoader, DistributedSampler]:
+    """A DataLoader over whole batches, shuffled by a DistributedSampler (one rank: the whole set), drop_last."""
+    ds = _ExamplesDataset(examples, tok, cfg, cache)
+    sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=seed, drop_last=True)
+    if len(sampler) < batch_size:
+        raise ValueError(f"{len(ds)} examples cannot fill one batch of {batch_size} on {world} rank(s)")
+    loader = DataLoader(ds, batch_sampler=BatchSampler(sampler, batch_size, drop_last=True), collate_fn=_whole_batch,
+                        num_workers=num_workers, pin_memory=pin_memory,
+                        # workers fork once and live across epochs: their start-up is paid once, not per epoch
+                        persistent_workers=num_workers > 0 and persistent_workers)
+    return loader, sampler
 
 
 class OptimizedTrainer(TrainerBase):
@@ -64,12 +77,14 @@ class OptimizedTrainer(TrainerBase):
         self.non_blocking = t.pin_memory
         self.cache = None
         if t.pretokenize:  # once, before training: every later batch is a gather of ready tensors
-            self.cache = PretokenizedCache(examples, self.tok, max_bytes=cfg.max_bytes,
-                                           max_answer_tokens=cfg.max_answer_tokens, k_tokens=cfg.k_tokens,
-                                           pin=self.pin and not t.dataloader)  # a DataLoader pins its own output
+            self.cache = PretokenizedCache.for_model(examples, self.tok, cfg,
+                                                     pin=self.pin and not t.dataloader)  # a DataLoader pins its own output
         self.loader = None
         if t.dataloader:
-            self.batches = self._loader_batches(self._make_loader(seed))
+            self.loader, sampler = make_loader(examples, self.tok, cfg, self.cache, batch_size=self.batch_size,
+                                               num_workers=t.num_workers, persistent_workers=t.persistent_workers,
+                                               pin_memory=self.pin, seed=seed, rank=self.rank, world=self.world)
+            self.batches = self._loader_batches(sampler)
         else:
             self.order = IndexStream(len(examples), self.batch_size, seed, rank=self.rank, world=self.world)
             self.batches = self._manual_batches()
@@ -79,28 +94,13 @@ class OptimizedTrainer(TrainerBase):
 
     # ---- where batches come from -----------------------------------------------------------------
     def _manual_batches(self):
-        cfg = self.core.cfg
         while True:
             index = self.order.next()
             if self.cache is not None:
                 yield self.cache.batch(index)
-                continue
-            items = [tokenize_example(self.examples[i], self.tok, max_bytes=cfg.max_bytes,
-                                      max_answer_tokens=cfg.max_answer_tokens, where=f"example {i}") for i in index]
-            batch = collate(items, index, pad_id=self.tok.pad_id, k_tokens=cfg.k_tokens)
-            yield batch.pin_memory() if self.pin else batch
-
-    def _make_loader(self, seed: int) -> DistributedSampler:
-        ds = _ExamplesDataset(self.examples, self.tok, self.core.cfg, self.cache)
-        sampler = DistributedSampler(ds, num_replicas=self.world, rank=self.rank, shuffle=True, seed=seed,
-                                     drop_last=True)
-        if len(sampler) < self.batch_size:
-            raise ValueError(f"{len(ds)} examples cannot fill one batch of {self.batch_size} on {self.world} rank(s)")
-        self.loader = DataLoader(ds, batch_sampler=BatchSampler(sampler, self.batch_size, drop_last=True),
-                                 collate_fn=_whole_batch, num_workers=self.t.num_workers, pin_memory=self.pin,
-                                 # workers fork once and live across epochs: their start-up is paid once
-                                 persistent_workers=self.t.num_workers > 0 and self.t.persistent_workers)
-        return sampler
+            else:
+                batch = batch_on_the_fly(self.examples, index, self.tok, self.core.cfg)
+                yield batch.pin_memory() if self.pin else batch
 
     def _loader_batches(self, sampler: DistributedSampler):
         for epoch in itertools.count():

@@ -72,8 +72,7 @@ def evaluate(model, examples, *, device="cpu", batch_size: int = 32) -> dict[str
     first-token accuracy (argmax at the first answer position is the first answer token)."""
     core = unwrap(model)
     cfg = core.cfg
-    cache = PretokenizedCache(examples, core.tokenizer, max_bytes=cfg.max_bytes,
-                              max_answer_tokens=cfg.max_answer_tokens, k_tokens=cfg.k_tokens)
+    cache = PretokenizedCache.for_model(examples, core.tokenizer, cfg)
     was_training = core.training
     core.eval()
     sums = torch.zeros(5, dtype=torch.float64, device=device)
