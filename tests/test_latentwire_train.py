@@ -142,3 +142,18 @@ def test_hf_lm_without_transformers_says_what_to_install():
 def test_unknown_lm_is_refused():
     with pytest.raises(ValueError, match="unknown lm 'llama'"):
         build_model(TINY, lm="llama")
+
+
+def test_claim_verdicts_follow_the_rule():
+    from perflab.latentwire.claims import CLAIMS, verdict
+
+    by = {c.key: c for c in CLAIMS}
+    assert verdict(by["batch_size"], 2.5, "cpu") == "holds"
+    assert verdict(by["batch_size"], 1.5, "cpu") == "partly holds"
+    assert verdict(by["batch_size"], 1.01, "cpu") == "does not hold"
+    assert verdict(by["pretokenize"], 0.002, "cpu") == "does not hold"  # a share of the step: 0.2% vs 10-15%
+    assert verdict(by["loss_loop"], 0.5, "cpu") == "holds"
+    assert verdict(by["fused_adamw"], 1.3, "cpu", (0.9, 1.6)) == "partly holds"  # no number: range must clear 1.05
+    assert verdict(by["fused_adamw"], 1.3, "cpu", (1.1, 1.6)) == "holds"
+    assert verdict(by["amp"], 2.5, "cpu") == "not tested here" and verdict(by["amp"], 2.5, "cuda") == "holds"
+    assert verdict(by["multi_gpu"], None, "cuda") == "not tested here"
