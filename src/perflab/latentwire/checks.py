@@ -1,0 +1,117 @@
+"""The notebook's correctness cell: each check returns (name, passed, detail) with a detail that holds on
+every device (counts and tolerances, never values), so nbval can compare the printout."""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ..syncs import count_host_syncs
+from . import losses, reference
+from .batches import PretokenizedCache, batch_on_the_fly
+from .config import LatentWireParams, Toggles
+from .model import build_model
+from .tokenizer import Tokenizer
+from .training import make_trainer
+
+Check = tuple[str, bool, str]
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> bool:
+    return bool(torch.allclose(a.detach().float(), b.detach().float(), rtol=rtol, atol=atol))
+
+
+def single_pass_checks(p: LatentWireParams, examples, device, n: int = 5) -> list[Check]:
+    """First-token and K-token CE from the single pass equal their own forwards (fp32, eager attention),
+    and the LM-forward counts of both."""
+    model = build_model(p.model_config(), seed=p.seed + 1, lm=p.lm, device=device)
+    k = model.cfg.k_tokens
+    batch = PretokenizedCache.for_model(examples[:n], model.tokenizer, model.cfg).batch(list(range(n))).to(device)
+    ctx, ans = model.lm_inputs(batch)
+    f0 = model.lm.forward_calls
+    logits = reference.teacher_forced_logits(model.lm, ctx, ans)
+    f1 = model.lm.forward_calls
+    first_loop = reference.first_token_ce_loop(model.lm, ctx, batch.labels)
+    k_loop = reference.k_token_ce_loop(model.lm, ctx, ans, batch.labels, k)
+    f2 = model.lm.forward_calls
+    # fp32: the two differ only in matmul shapes (summation order): 1e-5 relative is float rounding
+    tol = dict(rtol=1e-5, atol=1e-6)
+    return [
+        ("single-pass first-token CE equals its own LM forward",
+         _close(losses.first_token_ce(logits, batch.labels), first_loop, **tol), f"batch {n}, rtol 1e-5"),
+        ("single-pass K-token CE equals the K-forward loop",
+         _close(losses.k_token_ce(logits, batch.labels, k), k_loop, **tol), f"K={k}, batch {n}, rtol 1e-5"),
+        ("LM forwards per micro-batch: loop K+2, single pass 1",
+         (f1 - f0, f1 - f0 + f2 - f1) == (1, k + 2), f"single pass {f1 - f0}, loop {f1 - f0 + f2 - f1}"),
+    ]
+
+
+def toggles_off_check(p: LatentWireParams, examples, device, steps: int = 2) -> Check:
+    """impl="optimized" with every toggle off trains exactly like the baseline (same samples, same losses)."""
+    rows, seen = [], []
+    for impl in ("baseline", "optimized"):
+        model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
+        tr = make_trainer(model, examples, impl=impl, device=device, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed)
+        tr.seen = []
+        for _ in range(steps):
+            tr.step()
+        rows.append(torch.tensor(tr.losses()))
+        seen.append(tr.seen)
+        tr.close()
+    # same kernels in the same order; 1e-6 leaves room for GPU kernels that accumulate with atomics
+    ok = seen[0] == seen[1] and _close(rows[0], rows[1], rtol=1e-6, atol=0.0)
+    return ("optimized with every toggle off reproduces the baseline", ok,
+            f"{steps} steps x {p.accum_steps} micro-batches, same samples, rtol 1e-6")
+
+
+def cache_check(p: LatentWireParams, examples) -> Check:
+    model_cfg, tok = p.model_config(), Tokenizer()
+    cache = PretokenizedCache.for_model(examples, tok, model_cfg)
+    ok = True
+    for lo in range(0, len(examples), 16):
+        index = list(range(lo, min(lo + 16, len(examples))))
+        fly = batch_on_the_fly(examples, index, tok, model_cfg)
+        ok &= all(torch.equal(cache.batch(index).tensors()[k], v) for k, v in fly.tensors().items())
+    return "pre-tokenized cache equals tokenizing on the fly", ok, f"{len(examples)} examples, bitwise"
+
+
+def sdpa_check(p: LatentWireParams, examples, device) -> Check:
+    model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
+    batch = PretokenizedCache.for_model(examples[:8], model.tokenizer, model.cfg).batch(list(range(8))).to(device)
+    manual = model(batch, single_pass=True).total
+    model.set_options(attention="sdpa")
+    fused = model(batch, single_pass=True).total
+    return "sdpa attention equals the eager attention", _close(fused, manual, 1e-5, 1e-6), "batch 8, rtol 1e-5"
+
+
+def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]:
+    """Host syncs inside one step: the baseline's (synchronize x2, .item()s, AdamW's) vs the optimized
+    step with no_step_sync + fused AdamW + the cache (none)."""
+    counts = {}
+    for name, impl, toggles in (("baseline", "baseline", {}),
+                                ("optimized", "optimized", {"pretokenize": True, "fused_adamw": True,
+                                                            "no_step_sync": True, "single_pass": True})):
+        model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
+        tr = make_trainer(model, examples, impl=impl, device=device, lr=p.lr, accum_steps=p.accum_steps,
+                          seed=p.seed, **toggles)
+        tr.step()  # the optimizer's state exists from here on
+        with count_host_syncs() as s:
+            tr.step()
+        tr.close()
+        counts[name] = dict(sorted(s.by_op.items()))
+    ok = sum(counts["optimized"].values()) == 0 and counts["baseline"].get("synchronize", 0) == 2
+    detail = f"per step: baseline {counts['baseline']}, optimized {counts['optimized'] or 0}"
+    return ("host syncs per step: the optimized step has none", ok, detail), counts
+
+
+def all_checks(p: LatentWireParams, examples, device) -> tuple[list[Check], dict]:
+    checks = [*single_pass_checks(p, examples, device), toggles_off_check(p, examples, device),
+              cache_check(p, examples), sdpa_check(p, examples, device)]
+    sync_check, counts = host_sync_check(p, examples, device)
+    return [*checks, sync_check], counts
+
+
+def describe_toggles(toggles: dict) -> str:
+    """Only what differs from the defaults (= the baseline's behaviour)."""
+    default = dataclasses.asdict(Toggles())
+    return ", ".join(f"{k}={v}" for k, v in toggles.items() if default.get(k) != v) or "-"

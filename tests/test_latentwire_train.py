@@ -1,0 +1,159 @@
+"""train(impl="baseline"|"optimized", **toggles): toggles change speed, not the computation; bad requests are refused."""
+import importlib.util
+
+import pytest
+import torch
+
+from perflab.compiles import count_compiles
+from perflab.latentwire import ModelConfig, build_model, evaluate, make_examples, make_trainer, train
+from perflab.latentwire.activations import saved_activations
+from perflab.params import ParameterError
+from perflab.syncs import count_host_syncs
+
+TINY = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
+EXAMPLES = make_examples(24, seed=0)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # tiny ops: one intra-op thread is faster than two, and immune to a busy machine's scheduling
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _run(impl="optimized", steps=2, accum_steps=2, seed=0, **toggles):
+    model = build_model(TINY, seed=seed)
+    trainer = make_trainer(model, EXAMPLES, impl=impl, accum_steps=accum_steps, seed=seed, lr=3e-3, **toggles)
+    trainer.seen = []
+    for _ in range(steps):
+        trainer.step()
+    rows = trainer.losses()
+    trainer.close()
+    return rows, model, trainer
+
+
+def test_optimized_with_every_toggle_off_reproduces_the_baseline():
+    base, m1, t1 = _run("baseline", steps=3)
+    opt, m2, t2 = _run("optimized", steps=3)
+    assert t1.seen == t2.seen  # the same samples in the same order
+    assert opt == base  # same ops in the same order: bitwise equal losses
+    for (n, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
+        assert torch.equal(p1, p2), n
+
+
+@pytest.mark.parametrize("toggle, tol", [
+    ({"pin_memory": True}, 0), ({"pretokenize": True}, 0), ({"grad_accum": True}, 1e-6),
+    ({"fused_adamw": True}, 1e-5), ({"sdpa": True}, 1e-5), ({"checkpointing": True}, 0),
+    ({"single_pass": True}, 1e-5), ({"no_step_sync": True}, 0),
+    ({"amp": True}, 3e-2),  # bf16 keeps ~3 significant digits: the loss moves in the third
+])
+def test_each_toggle_alone_keeps_the_baselines_losses(toggle, tol):
+    base, _, _ = _run("baseline")
+    got, _, _ = _run(**toggle)
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(base), rtol=tol, atol=tol)
+
+
+def test_dataloader_with_a_worker_reads_each_sample_once_per_epoch():
+    rows, _, t = _run(steps=3, accum_steps=2, dataloader=True, num_workers=1, batch_size=4, pretokenize=True)
+    assert len(t.seen) == 24 and sorted(t.seen) == list(range(24))  # one epoch of 24 = 3 steps x 2 x 4
+    assert all(torch.isfinite(torch.tensor(r)).all() for r in rows)
+
+
+def test_everything_together_trains_and_reads_losses_once():
+    model = build_model(TINY, seed=1)
+    before = evaluate(model, EXAMPLES, batch_size=8)
+    res = train(model, EXAMPLES, impl="optimized", steps=6, accum_steps=1, lr=3e-3, batch_size=4, pretokenize=True,
+                grad_accum=True, fused_adamw=True, sdpa=True, single_pass=True, no_step_sync=True, pin_memory=True)
+    assert res.samples == 24 and res.lm_forwards == 6  # one LM forward per micro-batch
+    after = evaluate(model, EXAMPLES, batch_size=8)
+    assert set(after) == {"loss", "tf", "first", "k", "first_token_acc"} and 0 <= after["first_token_acc"] <= 1
+    assert after["loss"] < before["loss"] - 0.3  # it learned something (on the samples it saw)
+
+
+def test_host_syncs_per_step_baseline_versus_optimized():
+    def syncs(impl, **toggles):
+        model = build_model(TINY, seed=0)
+        trainer = make_trainer(model, EXAMPLES, impl=impl, accum_steps=2, **toggles)
+        trainer.step()  # warm-up: the optimizer creates its state
+        with count_host_syncs() as s:
+            trainer.step()
+        trainer.close()
+        return s.by_op
+
+    base = syncs("baseline")
+    assert base["synchronize"] == 2 and base["item"] >= 4  # plus AdamW's per-parameter step counters
+    assert sum(syncs("optimized", pretokenize=True, fused_adamw=True, no_step_sync=True).values()) == 0
+    assert sum(syncs("optimized", pretokenize=True, dataloader=True, fused_adamw=True, no_step_sync=True).values()) == 0
+
+
+def test_grad_accum_and_checkpointing_cut_activation_memory():
+    def peak(**toggles):
+        model = build_model(TINY, seed=0)
+        trainer = make_trainer(model, EXAMPLES, impl="optimized", accum_steps=4, **toggles)
+        with saved_activations(model) as act:
+            trainer.step()
+        return act.peak_bytes
+
+    summed = peak()
+    assert 3.5 < summed / peak(grad_accum=True) < 4.5  # 4 micro-batch graphs alive vs one at a time
+    assert peak(checkpointing=True) < summed / 4
+
+
+def test_compile_with_the_eager_backend_runs_the_same_losses():
+    # one step: dynamo's tracing is the cost here (the first shapes compile; later ones would recompile once)
+    base, _, _ = _run("optimized", steps=1, accum_steps=1, pretokenize=True, single_pass=True)
+    with count_compiles() as cc:
+        got, _, _ = _run("optimized", steps=1, accum_steps=1, pretokenize=True, single_pass=True, compile="eager")
+    assert cc.compiles >= 1
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(base), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"sdpaa": True}, ParameterError, r"unknown toggle 'sdpaa' \(did you mean 'sdpa'\?\)"),
+    ({"batch_size": "16"}, ParameterError, "toggle 'batch_size' must be int"),
+    ({"num_workers": 2}, ParameterError, "needs dataloader=True"),
+    ({"compile": "max"}, ParameterError, "compile must be one of"),
+    ({"impl": "fast"}, ValueError, "unknown impl 'fast'"),
+    ({"impl": "baseline", "amp": True}, ValueError, "impl='baseline' takes no toggles"),
+    ({"steps": 0}, ValueError, "steps must be >= 1"),
+    ({"accum_steps": 0}, ValueError, "accum_steps must be >= 1"),
+])
+def test_bad_requests_are_refused_by_name(kwargs, error, message):
+    kwargs = {"impl": "optimized", **kwargs}
+    with pytest.raises(error, match=message):
+        train(build_model(TINY), EXAMPLES, **kwargs)
+
+
+def test_batch_larger_than_the_data_is_refused():
+    with pytest.raises(ValueError, match="cannot fill one batch of 32"):
+        make_trainer(build_model(TINY), EXAMPLES, impl="optimized", batch_size=32)
+    with pytest.raises(ValueError, match="cannot fill one batch of 32"):
+        make_trainer(build_model(TINY), EXAMPLES, impl="optimized", batch_size=32, dataloader=True)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is not None, reason="transformers is installed")
+def test_hf_lm_without_transformers_says_what_to_install():
+    with pytest.raises(ImportError, match=r"needs the optional package `transformers`.*lm='gpt'"):
+        build_model(TINY, lm="hf:/models/llama")
+
+
+def test_unknown_lm_is_refused():
+    with pytest.raises(ValueError, match="unknown lm 'llama'"):
+        build_model(TINY, lm="llama")
+
+
+def test_claim_verdicts_follow_the_rule():
+    from perflab.latentwire.claims import CLAIMS, verdict
+
+    by = {c.key: c for c in CLAIMS}
+    assert verdict(by["batch_size"], 2.5, "cpu") == "holds"
+    assert verdict(by["batch_size"], 1.5, "cpu") == "partly holds"
+    assert verdict(by["batch_size"], 1.01, "cpu") == "does not hold"
+    assert verdict(by["pretokenize"], 0.002, "cpu") == "does not hold"  # a share of the step: 0.2% vs 10-15%
+    assert verdict(by["loss_loop"], 0.5, "cpu") == "holds"
+    assert verdict(by["fused_adamw"], 1.3, "cpu", (0.9, 1.6)) == "partly holds"  # no number: range must clear 1.05
+    assert verdict(by["fused_adamw"], 1.3, "cpu", (1.1, 1.6)) == "holds"
+    assert verdict(by["amp"], 2.5, "cpu") == "not tested here" and verdict(by["amp"], 2.5, "cuda") == "holds"
+    assert verdict(by["multi_gpu"], None, "cuda") == "not tested here"
