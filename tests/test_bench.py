@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from perflab.bench import compare, fmt, fmt_seconds, measure, memory_bandwidth, speedup, summary
+from perflab.bench import (compare, fmt, fmt_seconds, measure, measure_interleaved, memory_bandwidth, speedup,
+                           summary)
 
 
 def test_measure_returns_a_measurement_with_spread_and_labels():
@@ -56,3 +57,15 @@ def test_measure_with_a_cpu_time_clock_ignores_waiting():
     wall = measure(work_then_wait, **kw)
     cpu = measure(work_then_wait, timer=time.process_time, **kw)
     assert wall.median >= 0.011 and 0.0015 < cpu.median < 0.006  # the sleep costs wall time only
+
+
+def test_measure_interleaved_alternates_and_merges():
+    order = []
+    ms = measure_interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, label="x",
+                             rounds=3, descriptions={"b": "second"}, min_run_time=0.03, max_run_time=0.06)
+    assert set(ms) == {"a", "b"} and ms["b"].task_spec.description == "second"
+    assert ms["a"].task_spec.sub_label == "a" and len(ms["a"].times) >= 3  # blocks of all rounds merged
+    switches = sum(1 for x, y in zip(order, order[1:]) if x != y)
+    assert switches >= 5  # a, b, a, b, a, b at least: interleaved, not one after the other
+    with pytest.raises(ValueError, match="rounds"):
+        measure_interleaved({"a": lambda: None}, label="x", rounds=0)

@@ -1,5 +1,4 @@
 """perflab.latentwire data: the generator, the SQuAD loader, the tokenizer, batches and the pre-tokenized cache."""
-import json
 import random
 from pathlib import Path
 

@@ -25,7 +25,7 @@ from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
 from .env import synchronize
 
-__all__ = ["measure", "measure_cuda_events", "summary", "fmt", "fmt_seconds", "speedup", "compare",
+__all__ = ["measure", "measure_interleaved", "measure_cuda_events", "summary", "fmt", "fmt_seconds", "speedup", "compare",
            "memory_bandwidth", "matmul_peak", "Measurement"]
 
 
@@ -53,6 +53,28 @@ def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", descri
     t = benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label, sub_label=sub_label,
                         description=description, num_threads=num_threads or torch.get_num_threads(), **extra)
     return t.adaptive_autorange(threshold=threshold, min_run_time=min_run_time, max_run_time=max_run_time)
+
+
+def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: dict | None = None,
+                        descriptions: dict | None = None, min_run_time: float = 0.2, max_run_time: float = 10.0,
+                        warmup: int = 1, **kw) -> dict:
+    """Time several callables side by side: `rounds` rounds, each timing every callable in turn with
+    `measure` (1/rounds of the time budget each), merged per callable into one Measurement.
+
+    A machine whose speed drifts during the run (a shared CPU, a GPU warming up) then slows every
+    callable alike instead of whichever ran last. `fns` maps a key to a callable; its sub_label is
+    `sub_labels[key]` (default: the key) and its description `descriptions[key]` (default ""). Only the
+    first round warms up. Other keywords go to `measure` (threshold, device, timer, num_threads).
+    -> {key: Measurement}"""
+    if rounds < 1:
+        raise ValueError(f"measure_interleaved: rounds must be >= 1, got {rounds}")
+    parts: dict = {k: [] for k in fns}
+    for r in range(rounds):
+        for k, fn in fns.items():
+            parts[k].append(measure(fn, label=label, sub_label=(sub_labels or {}).get(k, str(k)),
+                                    description=(descriptions or {}).get(k, ""), warmup=warmup if r == 0 else 0,
+                                    min_run_time=min_run_time / rounds, max_run_time=max_run_time / rounds, **kw))
+    return {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
 
 
 def measure_cuda_events(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from ..bench import Measurement, measure
+from ..bench import Measurement, measure, measure_interleaved
 from ..env import synchronize
 from ..memory import peak_memory
 from .activations import saved_activations
@@ -111,17 +111,14 @@ def run_ablation(plan: list[Variant], examples, *, p: LatentWireParams, device, 
     try:
         for v in plan:
             trainers[v.name], results[v.name] = prepare_variant(v, examples, p=p, device=device)
-        parts: dict[str, list[Measurement]] = {v.name: [] for v in plan}
-        for _ in range(rounds):
-            for v in plan:
-                parts[v.name].append(measure(trainers[v.name].step, label=label, sub_label=v.name, description=v.impl,
-                                             min_run_time=p.min_run_time / rounds, max_run_time=p.max_run_time / rounds,
-                                             warmup=0, device=device))
+        times = measure_interleaved({v.name: trainers[v.name].step for v in plan}, label=label, rounds=rounds,
+                                    descriptions={v.name: v.impl for v in plan}, min_run_time=p.min_run_time,
+                                    max_run_time=p.max_run_time, warmup=0, device=device)
     finally:
         for t in trainers.values():
             t.close()
     for name, r in results.items():
-        r.measurement = Measurement.merge(parts[name])[0]
+        r.measurement = times[name]
     return results
 
 

@@ -123,7 +123,7 @@ class UnificationEngine:
         """All successors of `states` [B, A, 3] with variable counters `next_var` [B] (module doc)."""
         if states.dim() != 3 or states.shape[1:] != (self.A, 3):
             raise ValueError(f"states must be [B, {self.A}, 3], got {list(states.shape)}")
-        B, A, S, C = states.shape[0], self.A, self.S, self.C
+        B, A = states.shape[0], self.A
         goal = states[:, 0]                                           # [B, 3]
         terminal = goal[:, 0] < FIRST_PRED
         heads, bodies, cand_valid, cand_nv, cut = self._candidates(goal, next_var)  # [B,N,2] [B,N,2,3] [B,N] [B,N] [B]

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 import torch
 from torch.utils.benchmark.utils.common import Measurement
 
-from ..bench import measure, summary
+from ..bench import measure_interleaved, summary
 from ..syncs import count_host_syncs
 from .config import ModelConfig, StepConfig, TrainConfig
 from .model import MixtureVAE, build_model, count_parameters, matmul_flops
@@ -97,7 +97,6 @@ def time_steps(jobs: dict[str, TimedJob], *, rounds: int, model_cfg: ModelConfig
     load hits every job alike; the rounds are merged and reported per step. Each job trains its own
     fresh model across rounds; only the first round warms up."""
     state = {key: [*fresh(model_cfg, seed, device), 0] for key in jobs}  # model, optimizer, next step
-    parts: dict[str, list[Measurement]] = {key: [] for key in jobs}
 
     def epoch(key: str) -> None:
         model, opt, step = state[key]
@@ -106,12 +105,11 @@ def time_steps(jobs: dict[str, TimedJob], *, rounds: int, model_cfg: ModelConfig
                     progress=True, progress_file=progress_file)
         state[key][2] = step + len(job.batches)
 
-    for r in range(rounds):
-        for key, job in jobs.items():
-            parts[key].append(measure(lambda key=key: epoch(key), label="VAE training step", sub_label=job.sub_label,
-                                      description=job.description, device=device, warmup=1 if r == 0 else 0,
-                                      min_run_time=min_run_time, max_run_time=max_run_time, timer=timer))
-    return {key: per_step(Measurement.merge(parts[key])[0], len(jobs[key].batches)) for key in jobs}
+    times = measure_interleaved({key: (lambda key=key: epoch(key)) for key in jobs}, label="VAE training step",
+                                rounds=rounds, sub_labels={k: j.sub_label for k, j in jobs.items()},
+                                descriptions={k: j.description for k, j in jobs.items()}, device=device,
+                                min_run_time=min_run_time * rounds, max_run_time=max_run_time * rounds, timer=timer)
+    return {key: per_step(times[key], len(jobs[key].batches)) for key in jobs}
 
 
 def saving(base: Measurement, other: Measurement, steps: int) -> dict:
