@@ -20,8 +20,9 @@ def nb_dir(tmp_path):
 
 
 def _sweep(nb_dir, out, *extra):
+    # two points at a time: each is mostly interpreter and kernel start-up, which two cores overlap
     return main(["sweep", "tiny", "--grid", "n=1,2", "--grid", "scale=1,3", "--executor", "local",
-                 "--out", str(out), "--notebooks", str(nb_dir), "--no-progress", *extra])
+                 "--max-parallel", "2", "--out", str(out), "--notebooks", str(nb_dir), "--no-progress", *extra])
 
 
 def test_a_2x2_local_sweep_then_resume_skips_finished_points(nb_dir, tmp_path, capsys, monkeypatch):
