@@ -1,0 +1,318 @@
+"""The optimized solver: same fit, same LM rules, none of the seed's per-chunk costs.
+
+Every item of the seed's "Updated priorities" / "Next steps", and beyond:
+  - plan once per fit (`plan.build_plan`): events sorted by latent, rows, offsets, values in the compute
+    dtype; no repeat_interleave, arange, cast or `.item()` per chunk, the chunk cuts made on the host once;
+  - the label sums (sum y, sum y v per latent and class) computed once, so an iteration never reads y:
+    it needs only the values, and (b, w) per (latent, class);
+  - fused statistics: per chunk one elementwise chain (z, mu, s, softplus) and one sparse product that
+    sums all six (b, w)-dependent statistics into their latents (instead of seven index_add_);
+  - as many classes per pass as `memory_budget_mb` allows (all of them at the seed's shapes on a GPU);
+  - zero-gradient coordinates skip the LM tries (no fallback), converged ones are frozen, and the work
+    list is compacted when freezing has halved it, so frozen coordinates cost nothing;
+  - the six LM tries evaluated at once, no host check per try; one host sync per iteration (the
+    convergence check, which also sizes the compacted work list);
+  - `accum_dtype="float64"`: float64 sums and LM math with float32 weights (the seed's open question);
+  - qx from the plan's product (sum v^2 comes out with the label sums).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .baseline import FALLBACK_WARNING
+from .config import (DTYPES, LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD, RHO_GOOD,
+                     TRUST_RADIUS, ProbeConfig)
+from .plan import EVAL_BLOCKS, EventPlan, Work, block_work, build_plan, full_work, pair_work
+
+log = logging.getLogger("perflab.probe1d")
+
+
+def chunk_terms(bg: torch.Tensor, wg: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """[mu; s; softplus(z)] for z = b + w v of every (event, class) of a chunk: [3, E, C].
+    softplus(z) = relu(z) + log1p(exp(-|z|)): exact to float32 rounding even when it is ~1e-7 (a class
+    with no positives), where log(1 + e) -- and binary_cross_entropy_with_logits -- round to multiples
+    of 1.2e-7 and make the lagged rho see quantized loss decreases."""
+    z = wg * v + bg                                  # same rounding as the baseline's b + w * v
+    mu = torch.sigmoid(z)
+    return torch.stack([mu, mu * (1 - mu), z.clamp_min(0) + torch.log1p(torch.exp(-z.abs()))])
+
+
+def _chunk_terms_into(bg, wg, v, t):
+    """chunk_terms written into a preallocated [3, E, C] buffer (eager: no stack copy, contiguous planes)."""
+    z = torch.mul(wg, v)
+    z.add_(bg)
+    mu = torch.sigmoid(z, out=t[0])
+    torch.mul(mu, torch.rsub(mu, 1), out=t[1])
+    torch.add(z.clamp_min(0), z.abs_().neg_().exp_().log1p_(), out=t[2])
+    return t
+
+
+@dataclasses.dataclass
+class PassState:
+    """A class pass: the (latent, class) coordinates of classes [c0, c1), all latents."""
+    c0: int
+    c1: int
+    b: torch.Tensor          # [L, Cp] compute dtype (float32 weights)
+    w: torch.Tensor
+    b0: torch.Tensor         # [L, Cp] accum dtype
+    lam: torch.Tensor        # [L, Cp] accum dtype
+    active: torch.Tensor     # [L, Cp] bool: not frozen
+    stats: torch.Tensor      # [6, L, Cp] accum: sum mu, mu v, s, s v, s v^2, softplus (plan.FIT_BLOCKS)
+    work: Work
+    prev: tuple | None = None
+    it: int = 0
+    cls_active: np.ndarray | None = None   # [Cp] host: classes with an active coordinate
+    n_iter: np.ndarray | None = None       # [Cp] host
+    fallbacks: torch.Tensor | None = None  # 0-d int64 device counter (read once per fit)
+    zero_grad: torch.Tensor | None = None  # [L, Cp] bool: coordinates skipped for a zero gradient
+    rebuilds: int = 0
+
+
+class OptimizedSolver:
+    def __init__(self, cfg: ProbeConfig, device: torch.device, iteration_hook: Callable[[dict], None] | None = None):
+        self.cfg, self.device, self.hook = cfg, device, iteration_hook
+        self.cdt, self.adt = DTYPES[cfg.compute_dtype], DTYPES[cfg.accum_dtype]
+        self.budget = int(cfg.memory_budget_mb * 2**20)
+        default_chunk = 2**24 if device.type == "cuda" else 2**17  # CPU: a chunk's buffers stay in L2
+        self.chunk_pair_events = cfg.chunk_pair_events or default_chunk
+        self._plan_key: tuple | None = None
+        self._plan: EventPlan | None = None
+        self._terms = None
+        if cfg.compile != "off":
+            backend = "eager" if cfg.compile == "eager" else "inductor"
+            # dynamic: the last chunk and compacted work lists change the row count, not the code
+            self._terms = torch.compile(chunk_terms, dynamic=True, backend=backend)
+
+    # ---- sizes from the memory budget ----------------------------------------------------------------
+    def _coord_bytes(self) -> int:
+        acc = torch.finfo(self.adt).bits // 8
+        return 3 * 4 + acc * (24 + 8 * LM_TRIES)     # weights + stats, LM state, the batched tries
+
+    def classes_per_pass(self, n_lat: int, n_cls: int) -> int:
+        """All classes when the pass state fits in half the budget; `class_slab_size` caps it."""
+        fit = max(1, (self.budget // 2) // max(1, n_lat * self._coord_bytes()))
+        return max(1, min(n_cls, self.cfg.class_slab_size or n_cls, fit))
+
+    def _chunk_pairs(self) -> int:
+        per_pair = 10 * 4 + 3 * (torch.finfo(self.adt).bits // 8)   # z, gathers, mu, s, sp, temps (+ casts)
+        return max(1, min(self.chunk_pair_events, (self.budget // 2) // per_pair))
+
+    # ---- plan (once per fit; reused by loss and confusion passes on the same x, y) ----------------------
+    def plan(self, x: torch.Tensor, y: torch.Tensor) -> EventPlan:
+        if self._plan_key is not None and self._plan_key[0] is x and self._plan_key[1] is y:
+            return self._plan
+        self._plan = build_plan(x, y, self.device, self.cdt, self.adt, QX_MIN)
+        self._plan_key = (x, y)
+        return self._plan
+
+    def init_pass(self, plan: EventPlan, c0: int, c1: int) -> PassState:
+        n_cls = c1 - c0
+        p = (plan.pi[c0:c1] / plan.n_rows).clamp(P_CLAMP, 1 - P_CLAMP)
+        b0 = torch.log(p / (1 - p)).expand(plan.n_lat, n_cls).contiguous()
+        work = full_work(plan, n_cls, self._chunk_pairs(), self.adt)
+        return PassState(c0=c0, c1=c1, b=b0.to(self.cdt), w=torch.zeros_like(b0, dtype=self.cdt), b0=b0,
+                         lam=torch.full_like(b0, LAM0), active=torch.ones_like(b0, dtype=torch.bool),
+                         stats=torch.zeros(6, plan.n_lat, n_cls, dtype=self.adt, device=self.device), work=work,
+                         cls_active=np.ones(n_cls, bool), n_iter=np.zeros(n_cls, np.int64),
+                         fallbacks=torch.zeros((), dtype=torch.long, device=self.device),
+                         zero_grad=torch.zeros_like(b0, dtype=torch.bool))
+
+    # ---- the event pass: seven sums for every coordinate of the work list ---------------------------
+    def event_stats(self, st: PassState) -> torch.Tensor:
+        """The six event sums of every coordinate of the work list into st.stats [6, L, Cp]."""
+        work, n_col = st.work, st.work.n_col
+        if work.coord is None:
+            bs, ws = st.b, st.w
+        else:
+            bs, ws = st.b.reshape(-1)[work.coord], st.w.reshape(-1)[work.coord]   # [S, Cs]
+        r = torch.zeros(6, work.n_seg, n_col, dtype=self.adt, device=self.device)
+        for ch in work.chunks:
+            seg = work.ev_seg[ch.e0:ch.e1]
+            bg, wg, v = bs.index_select(0, seg), ws.index_select(0, seg), work.vals[ch.e0:ch.e1, None]
+            if self._terms is None:
+                t = _chunk_terms_into(bg, wg, v, torch.empty(3, ch.e1 - ch.e0, n_col, dtype=self.cdt, device=self.device))
+            else:
+                t = self._terms(bg, wg, v)
+            # all six sums in one sparse product: [6n, 3Ec] @ [3Ec, Cs] -> [6, n, Cs]
+            r[:, ch.s0:ch.s1] += (ch.a @ t.view(-1, n_col).to(self.adt)).view(6, ch.s1 - ch.s0, n_col)
+        if work.coord is None:
+            st.stats.copy_(r)
+        else:
+            st.stats.view(6, -1)[:, work.coord.reshape(-1)] = r.view(6, -1)
+        return st.stats
+
+    # ---- one LM iteration ------------------------------------------------------------------------------
+    def _derivatives(self, plan: EventPlan, st: PassState):
+        """Gradient, Hessian and loss [L, Cp] from the event sums and the closed form for the zeros."""
+        s, ridge = self.event_stats(st), self.cfg.ridge
+        pi, pos_nz, xy = plan.pi[st.c0:st.c1], plan.pos_nz[:, st.c0:st.c1], plan.xy[:, st.c0:st.c1]
+        n0 = (plan.n_rows - plan.nnz)[:, None]
+        b, w = st.b.to(self.adt), st.w.to(self.adt)
+        mu0 = torch.sigmoid(b)
+        s0 = mu0 * (1 - mu0)
+        pos_zero = torch.minimum((pi - pos_nz).clamp(min=0), n0)
+        g0 = s[0] + n0 * mu0 - pi + ridge * (b - st.b0)
+        g1 = (s[1] - xy) + ridge * w
+        h0, h1, h2 = s[2] + n0 * s0 + ridge, s[3], s[4] + ridge
+        loss = ((s[5] - b * pos_nz - w * xy) + pos_zero * F.softplus(-b) + (n0 - pos_zero) * F.softplus(b)
+                + 0.5 * ridge * (w * w + (b - st.b0) ** 2))
+        return b, w, g0, g1, h0, h1, h2, loss
+
+    @staticmethod
+    def lm_tries(g0, g1, h0, h1, h2, lam, qx):
+        """All six LM tries at once ([T, L, Cp]); the first acceptable one per coordinate. No host sync."""
+        scale10 = 10.0 ** torch.arange(LM_TRIES, dtype=lam.dtype, device=lam.device)
+        lam_t = lam * scale10[:, None, None]                                   # [T, L, Cp]
+        h0e, h2e = h0 + lam_t, h2 + lam_t * qx * qx
+        det = h0e * h2e - h1 * h1
+        db, dw = (h2e * g0 - h1 * g1) / det, (h0e * g1 - h1 * g0) / det
+        norm = torch.sqrt(db * db + (qx * dw) ** 2)
+        clip = norm > TRUST_RADIUS
+        scale = torch.where(clip, TRUST_RADIUS / norm, torch.ones_like(norm))
+        db, dw = db * scale, dw * scale
+        pred = g0 * db + g1 * dw - 0.5 * (h0 * db * db + 2 * h1 * db * dw + h2 * dw * dw)
+        ok = torch.isfinite(db) & torch.isfinite(dw) & torch.isfinite(pred) & (pred > 0)
+        first = ok.to(torch.uint8).argmax(0, keepdim=True)                    # first accepted try
+        pick = lambda t: t.gather(0, first).squeeze(0)
+        accepted = ok.any(0)
+        lam_new = torch.where(accepted, pick(lam_t), lam * 10.0 ** LM_TRIES).clamp(LAM_MIN, LAM_MAX)
+        zero = torch.zeros_like(g0)
+        return (torch.where(accepted, pick(db), zero), torch.where(accepted, pick(dw), zero),
+                torch.where(accepted, pick(pred), zero), accepted & pick(clip), lam_new, accepted)
+
+    def iterate(self, plan: EventPlan, st: PassState) -> bool:
+        """One LM iteration of every active coordinate of the pass; True when the pass is done.
+        Exactly one host sync (the `.tolist()` at the end) unless a hook or debug logging asks for more."""
+        cfg = self.cfg
+        b, w, g0, g1, h0, h1, h2, loss = self._derivatives(plan, st)
+        lam = st.lam
+        if st.prev is not None:                      # lagged rho: last step's actual / predicted decrease
+            prev_loss, prev_pred, prev_clip = st.prev
+            rho = (prev_loss - loss) / prev_pred.clamp(min=PRED_FLOOR)
+            lam = torch.where((rho >= RHO_GOOD) & ~prev_clip, lam * 0.1,
+                              torch.where((rho <= RHO_BAD) | prev_clip, lam * 10, lam)).clamp(LAM_MIN, LAM_MAX)
+        db, dw, pred, clip, lam_new, accepted = self.lm_tries(g0, g1, h0, h1, h2, lam, plan.qx[:, None])
+        zero = (g0 == 0) & (g1 == 0) & st.active     # exact zero gradient: the step is zero, skip the tries
+        upd = st.active & ~zero
+        st.fallbacks += (upd & ~accepted).sum()
+        st.zero_grad |= zero
+        db, dw = torch.where(upd, db, 0.0), torch.where(upd, dw, 0.0)
+        st.b, st.w = (b - db).to(self.cdt), (w - dw).to(self.cdt)
+        st.lam = torch.where(upd, lam_new, st.lam)
+        st.prev = (loss, torch.where(upd, pred, 0.0), clip & upd)
+        st.it += 1
+        st.n_iter[st.cls_active] = st.it
+        conv = (torch.maximum(g0.abs(), g1.abs()) < cfg.tol) & (torch.maximum(db.abs(), dw.abs()) < cfg.tol)
+        if cfg.freeze:
+            st.active &= ~(conv | zero)
+            done = torch.zeros(1, dtype=torch.long, device=self.device)
+        else:                                        # the slab rule: every coordinate converged at once
+            done = (conv | ~st.active).all().reshape(1).long()
+        lat_counts, cls_counts = st.active.sum(1), st.active.sum(0)
+        host = torch.cat([lat_counts, cls_counts, done]).tolist()   # the one host sync of the iteration
+        lat_host, cls_host = np.asarray(host[:plan.n_lat]), np.asarray(host[plan.n_lat:-1])
+        self._report(st, loss, g0, g1, db, dw, upd & ~accepted)
+        st.cls_active = cls_host > 0
+        if host[-1] or not st.cls_active.any():
+            return True
+        if cfg.freeze:
+            self._maybe_compact(plan, st, lat_counts, cls_counts, lat_host, cls_host)
+        return False
+
+    def _maybe_compact(self, plan, st, lat_counts, cls_counts, lat_host, cls_host) -> None:
+        """Rebuild the work list when a compacted one would cost at most half of the current one."""
+        block = int(plan.nnz_host[lat_host > 0].sum()) * int((cls_host > 0).sum())
+        pair = int((plan.nnz_host * lat_host).sum())
+        pair_fits = pair * 48 <= self.budget // 2    # a pair list copies its events: values, index, matrix
+        best = min(block, pair) if pair_fits else block
+        if best > st.work.cost // 2:
+            return
+        chunk = self._chunk_pairs()
+        if pair_fits and pair < block:
+            st.work = pair_work(plan, st.active, lat_host, chunk, self.adt)
+        else:
+            st.work = block_work(plan, lat_counts, cls_counts, lat_host, cls_host, st.c1 - st.c0, chunk, self.adt)
+        st.rebuilds += 1
+
+    def _report(self, st, loss, g0, g1, db, dw, fb) -> None:
+        """Debug logging and the iteration hook: extra host syncs, only when asked for."""
+        if self.hook is None and not log.isEnabledFor(logging.DEBUG):
+            return
+        info = dict(impl="optimized", classes=(st.c0, st.c1), iteration=st.it, loss=float(loss.sum().item()),
+                    max_grad=float(torch.maximum(g0.abs(), g1.abs()).max().item()),
+                    max_step=float(torch.maximum(db.abs(), dw.abs()).max().item()), fallbacks=int(fb.sum().item()))
+        log.debug("classes %d-%d iter %d: loss %.6g max|grad| %.3g max|step| %.3g fallbacks %d", st.c0, st.c1,
+                  info["iteration"], info["loss"], info["max_grad"], info["max_step"], info["fallbacks"])
+        if self.hook is not None:
+            self.hook(info)
+
+    # ---- fit and evaluation ----------------------------------------------------------------------------
+    def fit(self, x: torch.Tensor, y: torch.Tensor) -> dict:
+        plan = self.plan(x, y)
+        n_lat, n_cls = plan.n_lat, plan.n_cls
+        coef = torch.zeros(n_lat, n_cls, dtype=self.cdt, device=self.device)
+        intercept, n_iter = torch.zeros_like(coef), torch.zeros(n_cls, dtype=torch.long)
+        fallbacks = torch.zeros((), dtype=torch.long, device=self.device)
+        zero_grad = torch.zeros((), dtype=torch.long, device=self.device)
+        step = self.classes_per_pass(n_lat, n_cls)
+        rebuilds = 0
+        for c0 in range(0, n_cls, step):
+            c1 = min(c0 + step, n_cls)
+            st = self.init_pass(plan, c0, c1)
+            for _ in range(self.cfg.max_iter):
+                if self.iterate(plan, st):
+                    break
+            coef[:, c0:c1], intercept[:, c0:c1] = st.w, st.b
+            n_iter[c0:c1] = torch.from_numpy(st.n_iter)
+            fallbacks += st.fallbacks
+            zero_grad += st.zero_grad.sum()
+            rebuilds += st.rebuilds
+        n_fb, n_zero = torch.stack([fallbacks, zero_grad]).tolist()   # one sync per fit for the counters
+        if n_fb:
+            warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=2)
+        counters = dict(fallback_coord_iters=n_fb, zero_grad_fallback_coord_iters=0, zero_grad_fallback_coords=0,
+                        zero_grad_skipped_coords=n_zero, classes_per_pass=step, work_rebuilds=rebuilds)
+        return dict(coef=coef, intercept=intercept, n_iter=n_iter, counters=counters)
+
+    def loss_matrix_with_aux(self, x, y, coef, intercept, threshold: float = 0.5):
+        """(loss, tp, fp, tn, fn), each [L, C]: one pass over the plan's events per class pass."""
+        plan = self.plan(x, y)
+        n_lat, n_cls, f64 = plan.n_lat, plan.n_cls, torch.float64
+        out = [torch.zeros(n_lat, n_cls, dtype=f64, device=self.device) for _ in range(5)]
+        n0 = (plan.n_rows - plan.nnz.to(f64))[:, None]
+        step = self.classes_per_pass(n_lat, n_cls)
+        for c0 in range(0, n_cls, step):
+            c1 = min(c0 + step, n_cls)
+            nc = c1 - c0
+            b, w = intercept[:, c0:c1].to(self.device, self.cdt), coef[:, c0:c1].to(self.device, self.cdt)
+            work = full_work(plan, 3 * nc, self._chunk_pairs(), f64, EVAL_BLOCKS)   # float64 sums: exact counts
+            r = torch.zeros(3, n_lat, nc, dtype=f64, device=self.device)   # [softplus, pred, pred & y]
+            for ch in work.chunks:
+                seg = plan.ev_lat[ch.e0:ch.e1]
+                t = chunk_terms(b.index_select(0, seg), w.index_select(0, seg), plan.vals[ch.e0:ch.e1, None])
+                pred = t[0] > threshold
+                yb = plan.y[plan.ev_row[ch.e0:ch.e1], c0:c1] > 0
+                t = torch.stack([t[2].to(f64), pred.to(f64), (pred & yb).to(f64)])
+                r[:, ch.s0:ch.s1] += (ch.a @ t.view(-1, nc)).view(3, ch.s1 - ch.s0, nc)
+            sp_sum, p_nz, tp_nz = r
+            pi, pos_nz, xy = plan.pi[c0:c1].to(f64), plan.pos_nz[:, c0:c1].to(f64), plan.xy[:, c0:c1].to(f64)
+            bd, wd = b.to(f64), w.to(f64)
+            pos_zero = (pi - pos_nz).clamp(min=0)
+            loss = (sp_sum - bd * pos_nz - wd * xy + pos_zero * F.softplus(-bd) + (n0 - pos_zero) * F.softplus(bd))
+            pred0 = torch.sigmoid(b) > threshold                  # the zeros: one prediction per (latent, class)
+            fp_nz, fn_nz = p_nz - tp_nz, pos_nz - tp_nz
+            tn_nz = plan.nnz.to(f64)[:, None] - p_nz - fn_nz
+            neg_zero = n0 - pos_zero
+            vals = (loss / plan.n_rows, tp_nz + torch.where(pred0, pos_zero, 0.0), fp_nz + torch.where(pred0, neg_zero, 0.0),
+                    tn_nz + torch.where(pred0, 0.0, neg_zero), fn_nz + torch.where(pred0, 0.0, pos_zero))
+            for o, v in zip(out, vals):
+                o[:, c0:c1] = v
+        loss, *counts = out
+        return (loss.float(), *(c.round().long() for c in counts))
