@@ -94,7 +94,7 @@ def test_matches_scikit_learn_on_well_posed_pairs():
     x, y = make_activations(600, 10, 3, l0=5, seed=11, frac_empty=0.0)
     ridge = 1e-8
     ref = Reference1DProbe(max_iter=100, tol=1e-8, ridge=ridge).fit(x, y)
-    opt = _fit("optimized", x, y, max_iter=100, tol=1e-6, ridge=ridge, accum_dtype="float64")
+    opt = _fit("optimized", x, y, max_iter=50, ridge=ridge, accum_dtype="float64")
     X, Y = x.to_dense().double().numpy(), y.numpy()
     checked = 0
     for j in range(X.shape[1]):
@@ -103,13 +103,13 @@ def test_matches_scikit_learn_on_well_posed_pairs():
             if on.sum() < 60 or Y[on, c].sum() < 5 or (1 - Y[on, c]).sum() < 5 or Y[~on, c].sum() < 5:
                 continue   # separable or nearly so: no finite optimum to compare
             m = sk.LogisticRegression(C=1 / ridge, tol=1e-10, max_iter=2000).fit(X[:, j:j + 1], Y[:, c])
-            # the ridge differs (ours also pulls b to b0, 1e-8): 1e-3 covers it and lbfgs' stopping
-            np.testing.assert_allclose([ref.coef_[j, c], ref.intercept_[j, c]], [m.coef_[0, 0], m.intercept_[0]],
-                                       rtol=1e-3, atol=1e-3)
-            np.testing.assert_allclose([opt.coef_[j, c].item(), opt.intercept_[j, c].item()],
-                                       [m.coef_[0, 0], m.intercept_[0]], rtol=2e-3, atol=2e-3)
+            want = [m.coef_[0, 0], m.intercept_[0]]
+            # same objective up to our ridge on (b - b0) (1e-8): the float64 reference agrees to 1e-6;
+            # the optimized solver stops at tol=1e-4 with float32 weights: 1e-4
+            np.testing.assert_allclose([ref.coef_[j, c], ref.intercept_[j, c]], want, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose([opt.coef_[j, c].item(), opt.intercept_[j, c].item()], want, rtol=1e-4, atol=1e-4)
             checked += 1
-    assert checked >= 4
+    assert checked >= 10
 
 
 def test_baseline_invariant_to_slab_and_row_batch(problem):
@@ -126,11 +126,11 @@ def test_optimized_invariant_to_passes_chunks_and_budget(problem):
     x, y = problem
     base = _fit("optimized", x, y, max_iter=6, tol=0.0)
     assert base.counters_["classes_per_pass"] == y.shape[1]
-    for kw in (dict(class_slab_size=2), dict(chunk_pair_events=7), dict(memory_budget_mb=0.01)):
+    for kw in (dict(class_slab_size=2), dict(chunk_pair_events=200), dict(memory_budget_mb=0.02)):
         p = _fit("optimized", x, y, max_iter=6, tol=0.0, **kw)
         torch.testing.assert_close(p.coef_, base.coef_, rtol=1e-3, atol=1e-3)
         torch.testing.assert_close(p.intercept_, base.intercept_, rtol=1e-3, atol=1e-3)
-    tiny = _fit("optimized", x, y, max_iter=1, memory_budget_mb=0.01)
+    tiny = _fit("optimized", x, y, max_iter=1, memory_budget_mb=0.02)
     assert tiny.counters_["classes_per_pass"] < y.shape[1]   # the budget really split the classes
 
 

@@ -58,20 +58,23 @@ def make_activations(n_rows: int, n_latents: int, n_classes: int, l0: float = 32
     weights[inf_cls, inf_lat] *= boost
     cdf = torch.cumsum(weights, 1)
     cdf /= cdf[:, -1:]
-    # l0 draws per row by inverse CDF, duplicates dropped (so L0 is a little below l0 for popular latents)
+    # k ~ Poisson(l0) distinct latents per row: 3k draws by inverse CDF, keep the first k distinct ones
     n_live = n_latents - n_empty
     k = torch.poisson(torch.full((n_rows,), float(l0), dtype=torch.float64), generator=g).clamp(1, n_live).long()
-    k_max = int(k.max())
-    u = torch.rand(n_rows, k_max, generator=g, dtype=torch.float64)
-    idx = torch.empty(n_rows, k_max, dtype=torch.long)
+    n_draw = 3 * int(k.max())
+    u = torch.rand(n_rows, n_draw, generator=g, dtype=torch.float64)
+    idx = torch.empty(n_rows, n_draw, dtype=torch.long)
     for c in range(n_classes):  # one searchsorted per class: rows of class c share the CDF
         rows = (cls == c).nonzero().squeeze(1)
         if rows.numel():
             idx[rows] = torch.searchsorted(cdf[c], u[rows]).clamp_(max=n_latents - 1)
-    idx[torch.arange(k_max) >= k[:, None]] = n_latents                                 # past k: sentinel
-    idx = idx.sort(1).values
+    srt, perm = idx.sort(dim=1, stable=True)
+    first = torch.ones_like(srt, dtype=torch.bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    first = torch.zeros_like(first).scatter_(1, perm, first)                          # in draw order
+    first &= torch.cumsum(first, 1) <= k[:, None]
+    idx = torch.where(first, idx, n_latents).sort(1).values                            # drop the rest
     keep = idx < n_latents
-    keep[:, 1:] &= idx[:, 1:] != idx[:, :-1]
     counts = keep.sum(1)
     crow = torch.zeros(n_rows + 1, dtype=torch.long)
     torch.cumsum(counts, 0, out=crow[1:])
