@@ -2,9 +2,10 @@
 
 Per class slab (8 classes) and per LM iteration, `compute_slab_stats`:
   - casts the values again (`values.to(compute_dtype)`),
-  - walks the rows with one `.item()` per row (`_iter_event_chunks`, chunks of row_batch_size * 32 events),
-  - per chunk copies the row lengths to the device, builds `arange` + `repeat_interleave` row indices,
-    gathers and casts the labels of the chunk, and launches seven `index_add_`;
+  - takes its chunks (row_batch_size * 32 events) from `_iter_event_chunks`, which walks the rows with
+    one `.item()` per row and per chunk copies the row lengths to the device, builds `arange` +
+    `repeat_interleave` row indices and casts the chunk's latent indices and values,
+  - per chunk gathers and casts the labels, and launches seven `index_add_`;
 then `_lm_step` retries up to six times with a host check per try, and coordinates whose gradient is
 exactly zero (empty latents) always exhaust the six tries and take the fallback (a zero step, a warning).
 The slab stops when max |grad| and max |step| (two `.item()`) are both below tol.
@@ -26,18 +27,24 @@ log = logging.getLogger("perflab.probe1d")
 FALLBACK_WARNING = "LM step fallback: coordinates rejected all 6 tries and took a zero step"
 
 
-def _iter_event_chunks(crow: torch.Tensor, row_batch_size: int) -> Iterator[tuple[int, int, int, int]]:
-    """(row_start, row_end, start, end) chunks of about row_batch_size * 32 events, walking the rows
-    one `.item()` at a time (the seed's pattern: one host read per row per pass)."""
+def _iter_event_chunks(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, row_batch_size: int,
+                       device: torch.device, dtype: torch.dtype) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(row_idx_chunk, latent_idx, values) for chunks of about row_batch_size * 32 events, as the seed's
+    generator made them: the rows walked one `.item()` at a time, and per chunk the row lengths copied
+    to the device, an `arange`, a `repeat_interleave` and the casts of the chunk's indices and values."""
     n_rows = crow.numel() - 1
     chunk_target = row_batch_size * 32
+    crow_host = crow.cpu()
     row_start, start = 0, int(crow[0].item())
     while row_start < n_rows:
         row_end, end = row_start, start
         while row_end < n_rows and end - start < chunk_target:
             row_end += 1
             end = int(crow[row_end].item())
-        yield row_start, row_end, start, end
+        lengths = (crow_host[row_start + 1:row_end + 1] - crow_host[row_start:row_end]).to(device)
+        rows = torch.arange(row_start, row_end, device=device)
+        row_idx_chunk = torch.repeat_interleave(rows, lengths)
+        yield row_idx_chunk, col[start:end].to(device, torch.long), values[start:end].to(device, dtype)
         row_start, start = row_end, end
 
 
@@ -50,23 +57,18 @@ class BaselineSolver:
         self.slab = cfg.class_slab_size or 8
 
     # ---- per-chunk statistics (the hot path of the seed's profile) ----------------------------------
-    def _chunk_rows(self, crow_host: torch.Tensor, row_start: int, row_end: int) -> torch.Tensor:
-        lengths = (crow_host[row_start + 1:row_end + 1] - crow_host[row_start:row_end]).to(self.device)
-        rows = torch.arange(row_start, row_end, device=self.device)
-        return torch.repeat_interleave(rows, lengths)
+    def _chunks(self, x: torch.Tensor):
+        values = x.values().to(self.dtype)            # the per-pass cast of every value
+        return _iter_event_chunks(x.crow_indices(), x.col_indices(), values, self.cfg.row_batch_size,
+                                  self.device, self.dtype)
 
     def compute_slab_stats(self, x: torch.Tensor, y_slab: torch.Tensor, b: torch.Tensor, w: torch.Tensor):
         """Sums over the nonzero events: mu, (mu - y) v, s, s v, s v^2, BCE, y; each [L, C_slab]."""
-        crow, col = x.crow_indices(), x.col_indices()
-        crow_host = crow.cpu()
-        values = x.values().to(self.dtype)
         n_lat, n_cls = b.shape
         mu_nz, g1, h0, h1, h2, loss_nz, pos_nz = (torch.zeros(n_lat, n_cls, dtype=self.dtype, device=self.device)
                                                   for _ in range(7))
-        for row_start, row_end, start, end in _iter_event_chunks(crow, self.cfg.row_batch_size):
-            row_idx = self._chunk_rows(crow_host, row_start, row_end)
-            idx = col[start:end].to(self.device)
-            v = values[start:end].to(self.device)[:, None]
+        for row_idx, idx, v in self._chunks(x):
+            v = v[:, None]
             y_ev = y_slab[row_idx].to(self.dtype)
             z = b[idx] + w[idx] * v
             mu = torch.sigmoid(z)
@@ -181,7 +183,8 @@ class BaselineSolver:
         nnz, qx = self._latent_scale(x, n_lat)
         coef = torch.zeros(n_lat, n_cls, dtype=self.dtype, device=self.device)
         intercept, n_iter = torch.zeros_like(coef), torch.zeros(n_cls, dtype=torch.long)
-        counters = dict(fallback_coord_iters=0, zero_grad_fallback_coord_iters=0, zero_grad_fallback_coords=0)
+        counters = dict(fallback_coord_iters=0, zero_grad_fallback_coord_iters=0, zero_grad_fallback_coords=0,
+                        zero_grad_fallback_on_empty_latents=0)
         for c0 in range(0, n_cls, self.slab):
             c1 = min(c0 + self.slab, n_cls)
             slab = self.init_slab(x, y, c0, c1, nnz, qx)
@@ -193,29 +196,22 @@ class BaselineSolver:
             counters["fallback_coord_iters"] += c["fallback_coord_iters"]
             counters["zero_grad_fallback_coord_iters"] += c["zero_grad_fallback_coord_iters"]
             counters["zero_grad_fallback_coords"] += int(c["zero_grad_mask"].sum().item())
+            counters["zero_grad_fallback_on_empty_latents"] += int((c["zero_grad_mask"] & (nnz == 0)).sum().item())
         return dict(coef=coef, intercept=intercept, n_iter=n_iter, counters=counters)
 
     def _compute_loss_slab(self, x, y_slab, b, w) -> torch.Tensor:
         """Summed BCE over the nonzero events, [L, C_slab] (its own pass over the chunks)."""
-        crow, col = x.crow_indices(), x.col_indices()
-        crow_host, values = crow.cpu(), x.values().to(self.dtype)
         loss = torch.zeros_like(b)
-        for row_start, row_end, start, end in _iter_event_chunks(crow, self.cfg.row_batch_size):
-            row_idx = self._chunk_rows(crow_host, row_start, row_end)
-            idx = col[start:end].to(self.device)
-            z = b[idx] + w[idx] * values[start:end].to(self.device)[:, None]
+        for row_idx, idx, v in self._chunks(x):
+            z = b[idx] + w[idx] * v[:, None]
             loss.index_add_(0, idx, F.binary_cross_entropy_with_logits(z, y_slab[row_idx].to(self.dtype), reduction="none"))
         return loss
 
     def _compute_confusion_slab(self, x, y_slab, b, w, threshold: float):
         """tp, fp, fn, tn over the nonzero events (another pass) and the labels' sum, [L, C_slab] each."""
-        crow, col = x.crow_indices(), x.col_indices()
-        crow_host, values = crow.cpu(), x.values().to(self.dtype)
         tp, fp, fn, tn, pos = (torch.zeros(b.shape, dtype=torch.float64, device=self.device) for _ in range(5))
-        for row_start, row_end, start, end in _iter_event_chunks(crow, self.cfg.row_batch_size):
-            row_idx = self._chunk_rows(crow_host, row_start, row_end)
-            idx = col[start:end].to(self.device)
-            z = b[idx] + w[idx] * values[start:end].to(self.device)[:, None]
+        for row_idx, idx, v in self._chunks(x):
+            z = b[idx] + w[idx] * v[:, None]
             pred, yb = torch.sigmoid(z) > threshold, y_slab[row_idx] > 0
             for acc, m in ((tp, pred & yb), (fp, pred & ~yb), (fn, ~pred & yb), (tn, ~pred & ~yb)):
                 acc.index_add_(0, idx, m.double())
