@@ -121,3 +121,17 @@ def test_loader_round_trip(tmp_path):
         load_dataset(acts, tmp_path / "bad.bin")
     with pytest.raises(ValueError, match="class 3 >= n_classes=3"):
         load_dataset(acts, labels, n_classes=3)
+
+
+def test_notebook_data_source_reads_your_files(tmp_path):
+    from perflab.probe1d.study import DataSource
+
+    x, y = make_activations(60, 9, 4, l0=3, seed=1)
+    acts, labels = save_dataset(tmp_path, x, y)
+    src = DataSource("cpu", n_latents=999, l0=1, seed=0, activations=str(acts), labels=str(labels))
+    xs, ys = src.get(25, 3)                                           # the first rows and classes
+    assert src.kind == "your files" and xs.shape == (25, 9) and ys.shape == (25, 3)
+    assert torch.equal(xs.to_dense(), x.to_dense()[:25]) and torch.equal(ys, y[:25, :3])
+    assert src.get(1000, 10)[0].shape == (60, 9)                      # capped at the files' size
+    with pytest.raises(ValueError, match="both activations"):
+        DataSource("cpu", 9, 1, 0, activations=str(acts))

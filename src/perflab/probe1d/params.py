@@ -21,12 +21,15 @@ class ProfileParams:
     class_slab_size: int = 8      # baseline classes per slab (the seed)
     row_batch_size: int = 1024    # baseline chunk is row_batch_size x 32 events
     interval: float = 0.001       # pyinstrument sampling interval in seconds
+    activations: str = ""         # your scipy CSR npz of activations; empty means generated data
+    labels: str = ""              # your labels.bin, one uint8 class per row
 
     def check(self) -> None:
         require(min(self.n_rows, self.n_latents, self.n_classes, self.l0, self.max_iter) >= 1,
                 "n_rows, n_latents, n_classes, l0 and max_iter must be >= 1")
         require(self.l0 <= self.n_latents, f"l0={self.l0} cannot exceed n_latents={self.n_latents}")
         require(self.interval > 0, "interval must be > 0")
+        require(bool(self.activations) == bool(self.labels), "give both activations and labels, or neither")
 
 
 @dataclasses.dataclass
@@ -49,6 +52,8 @@ class SlabStatsParams:
     compile: str = "off"          # off, eager or inductor for the optimized chunk kernel
     min_run_time: float = 0.1     # seconds per measurement before the spread is checked
     max_run_time: float = 0.6     # seconds per measurement at most
+    activations: str = ""         # your scipy CSR npz of activations; empty means generated data
+    labels: str = ""              # your labels.bin, one uint8 class per row
 
     def check(self) -> None:
         require(min(self.n_rows, self.n_latents, self.n_classes, self.l0) >= 1, "sizes must be >= 1")
@@ -60,3 +65,4 @@ class SlabStatsParams:
         require(min(self.fit_rows, self.fit_classes, self.fit_max_iter) >= 1, "fit sizes must be >= 1")
         require(self.compile in ("off", "eager", "inductor"), "compile must be off, eager or inductor")
         require(0 < self.min_run_time <= self.max_run_time, "need 0 < min_run_time <= max_run_time")
+        require(bool(self.activations) == bool(self.labels), "give both activations and labels, or neither")

@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from .data import make_activations
 from .probe import Sparse1DProbe
 
 # The seed's pyinstrument breakdown (share of Sparse1DProbe.fit), and the names to look for in ours
@@ -192,3 +193,39 @@ def fit_summary(probe, seconds: float) -> dict:
                 s_per_iter=seconds / max(1.0, float(n_iter.mean())), fallbacks=c["fallback_coord_iters"],
                 zero_grad_fallbacks=c["zero_grad_fallback_coord_iters"],
                 frozen_share=c.get("frozen_coords", 0) / probe.coef_.numel())
+
+
+class DataSource:
+    """The notebooks' data: generated SAE-like activations, or the user's own files in the original format
+    (`activations`: scipy CSR .npz, `labels`: labels.bin, one uint8 class per row), cut to a size."""
+
+    def __init__(self, device, n_latents: int, l0: int, seed: int, activations: str = "", labels: str = ""):
+        from .data import load_dataset
+
+        if bool(activations) != bool(labels):
+            raise ValueError("give both activations (.npz) and labels (labels.bin), or neither")
+        self.device, self.n_latents, self.l0, self.seed = device, n_latents, l0, seed
+        self.loaded = load_dataset(activations, labels, device=device) if activations else None
+        self._cache: dict = {}
+
+    @property
+    def kind(self) -> str:
+        return "your files" if self.loaded is not None else "generated"
+
+    def get(self, n_rows: int, n_classes: int, seed_offset: int = 0):
+        """(x, y) with n_rows rows and n_classes classes (the first ones of the files, capped at their size)."""
+        key = (n_rows, n_classes, seed_offset)
+        if key not in self._cache:
+            if self.loaded is None:
+                self._cache[key] = make_activations(n_rows, self.n_latents, n_classes, l0=self.l0,
+                                                    seed=self.seed + seed_offset, device=self.device)
+            else:
+                from .data import make_csr
+
+                x, y = self.loaded
+                r, c = min(n_rows, x.shape[0]), min(n_classes, y.shape[1])
+                crow = x.crow_indices()[:r + 1]
+                end = int(crow[-1])
+                self._cache[key] = (make_csr(crow, x.col_indices()[:end], x.values()[:end], (r, x.shape[1])),
+                                    y[:r, :c])
+        return self._cache[key]
