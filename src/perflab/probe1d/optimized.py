@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from .baseline import FALLBACK_WARNING
 from .config import (DTYPES, LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD, RHO_GOOD,
                      ProbeConfig)
+from .evaluate import loss_and_confusion
 from .kernels import chunk_terms, chunk_terms_into, lm_tries
 from .plan import EVAL_BLOCKS, FIT_BLOCKS, EventPlan, Work, block_work, build_plan, full_work, pair_work
 
@@ -37,22 +38,25 @@ log = logging.getLogger("perflab.probe1d")
 
 @dataclasses.dataclass
 class PassState:
-    """A class pass: the (latent, class) coordinates of classes [c0, c1), all latents."""
+    """A class pass: the (latent, class) coordinates of classes [c0, c1), all latents.
+
+    The LM state lives work-local: `loc` holds, for each coordinate of the current work list (in its order),
+    its weights, damping, lagged-rho memory, active flag and per-coordinate constants ([K] each). The
+    closed form, the LM tries and the updates run over those K, so a frozen coordinate costs nothing once
+    a compaction has dropped it. `b`, `w` are the pass's full results, written back at each compaction."""
     c0: int
     c1: int
     b: torch.Tensor          # [L, Cp] compute dtype (float32 weights)
     w: torch.Tensor
-    b0: torch.Tensor         # [L, Cp] accum dtype
-    lam: torch.Tensor        # [L, Cp] accum dtype
-    active: torch.Tensor     # [L, Cp] bool: not frozen
-    stats: torch.Tensor      # [6, L, Cp] accum: sum mu, mu v, s, s v, s v^2, softplus (plan.FIT_BLOCKS)
     work: Work
-    prev: tuple | None = None
+    loc: dict                # name -> [K] tensor (see init_pass)
+    has_prev: bool = False
     it: int = 0
+    n_active: int = 0
     cls_active: np.ndarray | None = None   # [Cp] host: classes with an active coordinate
     n_iter: np.ndarray | None = None       # [Cp] host
     fallbacks: torch.Tensor | None = None  # 0-d int64 device counter (read once per fit)
-    zero_grad: torch.Tensor | None = None  # [L, Cp] bool: coordinates skipped for a zero gradient
+    zero_grad: torch.Tensor | None = None  # 0-d int64: coordinates skipped for an exactly zero gradient
     rebuilds: int = 0
 
 
@@ -104,25 +108,32 @@ class OptimizedSolver:
         return self._works[key]
 
     def init_pass(self, plan: EventPlan, c0: int, c1: int) -> PassState:
-        n_cls = c1 - c0
+        n_lat, n_cls, adt = plan.n_lat, c1 - c0, self.adt
         p = (plan.pi[c0:c1] / plan.n_rows).clamp(P_CLAMP, 1 - P_CLAMP)
-        b0 = torch.log(p / (1 - p)).expand(plan.n_lat, n_cls).contiguous()
-        work = self._full_work(plan, n_cls, self.adt)
-        return PassState(c0=c0, c1=c1, b=b0.to(self.cdt), w=torch.zeros_like(b0, dtype=self.cdt), b0=b0,
-                         lam=torch.full_like(b0, LAM0), active=torch.ones_like(b0, dtype=torch.bool),
-                         stats=torch.zeros(6, plan.n_lat, n_cls, dtype=self.adt, device=self.device), work=work,
+        b0 = torch.log(p / (1 - p))                                           # [Cp]
+        lat = torch.arange(n_lat, device=self.device).repeat_interleave(n_cls)  # [K = L Cp], latent-major
+        cls = torch.arange(n_cls, device=self.device).repeat(n_lat)
+        loc = dict(coord=torch.arange(n_lat * n_cls, device=self.device), lat=lat, cls=cls,
+                   n0=(plan.n_rows - plan.nnz)[lat], pi=plan.pi[c0:c1][cls], qx=plan.qx[lat], b0=b0[cls],
+                   pos_nz=plan.pos_nz[:, c0:c1].reshape(-1), xy=plan.xy[:, c0:c1].reshape(-1),
+                   b=b0[cls].to(self.cdt), w=torch.zeros(lat.shape, dtype=self.cdt, device=self.device),
+                   lam=torch.full(lat.shape, LAM0, dtype=adt, device=self.device),
+                   prev_loss=torch.zeros(lat.shape, dtype=adt, device=self.device),
+                   prev_pred=torch.zeros(lat.shape, dtype=adt, device=self.device),
+                   prev_clip=torch.zeros(lat.shape, dtype=torch.bool, device=self.device),
+                   active=torch.ones(lat.shape, dtype=torch.bool, device=self.device))
+        return PassState(c0=c0, c1=c1, b=b0.to(self.cdt).expand(n_lat, n_cls).contiguous(),
+                         w=torch.zeros(n_lat, n_cls, dtype=self.cdt, device=self.device),
+                         work=self._full_work(plan, n_cls, adt), loc=loc, n_active=n_lat * n_cls,
                          cls_active=np.ones(n_cls, bool), n_iter=np.zeros(n_cls, np.int64),
                          fallbacks=torch.zeros((), dtype=torch.long, device=self.device),
-                         zero_grad=torch.zeros_like(b0, dtype=torch.bool))
+                         zero_grad=torch.zeros((), dtype=torch.long, device=self.device))
 
     # ---- the event pass: six sums for every coordinate of the work list ---------------------------
     def event_stats(self, st: PassState) -> torch.Tensor:
-        """The six event sums of every coordinate of the work list into st.stats [6, L, Cp]."""
+        """The six event sums [6, K] of the work list's coordinates, in its order."""
         work, n_col = st.work, st.work.n_col
-        if work.coord is None:
-            bs, ws = st.b, st.w
-        else:
-            bs, ws = st.b.reshape(-1)[work.coord], st.w.reshape(-1)[work.coord]   # [S, Cs]
+        bs, ws = st.loc["b"].view(work.n_seg, n_col), st.loc["w"].view(work.n_seg, n_col)   # [S, Cs]
         r = torch.zeros(6, work.n_seg, n_col, dtype=self.adt, device=self.device)
         for ch in work.chunks:
             seg, v, m = work.ev_seg[ch.e0:ch.e1], work.vals[ch.e0:ch.e1, None], (ch.e1 - ch.e0) * n_col
@@ -132,11 +143,7 @@ class OptimizedSolver:
                 t = self._terms(bs.index_select(0, seg), ws.index_select(0, seg), v)
             # all six sums in one sparse product: [6n, 3Ec] @ [3Ec, Cs] -> [6, n, Cs]
             r[:, ch.s0:ch.s1] += (ch.a @ t.view(-1, n_col).to(self.adt)).view(6, ch.s1 - ch.s0, n_col)
-        if work.coord is None:
-            st.stats.copy_(r)
-        else:
-            st.stats.view(6, -1)[:, work.coord.reshape(-1)] = r.view(6, -1)
-        return st.stats
+        return r.view(6, -1)
 
     def _workspace(self, m: int) -> torch.Tensor:
         """A flat buffer for 7 planes of m elements, grown on demand and reused by every chunk."""
@@ -145,74 +152,90 @@ class OptimizedSolver:
         return self._ws
 
     # ---- one LM iteration ------------------------------------------------------------------------------
-    def _derivatives(self, plan: EventPlan, st: PassState):
-        """Gradient, Hessian and loss [L, Cp] from the event sums and the closed form for the zeros."""
-        s, ridge = self.event_stats(st), self.cfg.ridge
-        pi, pos_nz, xy = plan.pi[st.c0:st.c1], plan.pos_nz[:, st.c0:st.c1], plan.xy[:, st.c0:st.c1]
-        n0 = (plan.n_rows - plan.nnz)[:, None]
-        b, w = st.b.to(self.adt), st.w.to(self.adt)
+    def _derivatives(self, st: PassState):
+        """Gradient, Hessian and loss [K] from the event sums and the closed form for the zeros."""
+        s, ridge, c = self.event_stats(st), self.cfg.ridge, st.loc
+        n0, pi, pos_nz, xy = c["n0"], c["pi"], c["pos_nz"], c["xy"]
+        b, w = c["b"].to(self.adt), c["w"].to(self.adt)
         mu0 = torch.sigmoid(b)
         s0 = mu0 * (1 - mu0)
         pos_zero = torch.minimum((pi - pos_nz).clamp(min=0), n0)
-        g0 = s[0] + n0 * mu0 - pi + ridge * (b - st.b0)
+        g0 = s[0] + n0 * mu0 - pi + ridge * (b - c["b0"])
         g1 = (s[1] - xy) + ridge * w
         h0, h1, h2 = s[2] + n0 * s0 + ridge, s[3], s[4] + ridge
         loss = ((s[5] - b * pos_nz - w * xy) + pos_zero * F.softplus(-b) + (n0 - pos_zero) * F.softplus(b)
-                + 0.5 * ridge * (w * w + (b - st.b0) ** 2))
+                + 0.5 * ridge * (w * w + (b - c["b0"]) ** 2))
         return b, w, g0, g1, h0, h1, h2, loss
 
     def iterate(self, plan: EventPlan, st: PassState) -> bool:
         """One LM iteration of every active coordinate of the pass; True when the pass is done.
         Exactly one host sync (the `.tolist()` at the end) unless a hook or debug logging asks for more."""
-        cfg = self.cfg
-        b, w, g0, g1, h0, h1, h2, loss = self._derivatives(plan, st)
-        lam = st.lam
-        if st.prev is not None:                      # lagged rho: last step's actual / predicted decrease
-            prev_loss, prev_pred, prev_clip = st.prev
-            rho = (prev_loss - loss) / prev_pred.clamp(min=PRED_FLOOR)
-            lam = torch.where((rho >= RHO_GOOD) & ~prev_clip, lam * 0.1,
-                              torch.where((rho <= RHO_BAD) | prev_clip, lam * 10, lam)).clamp(LAM_MIN, LAM_MAX)
-        db, dw, pred, clip, lam_new, accepted = lm_tries(g0, g1, h0, h1, h2, lam, plan.qx[:, None])
-        zero = (g0 == 0) & (g1 == 0) & st.active     # exact zero gradient: the step is zero, skip the tries
-        upd = st.active & ~zero
+        cfg, c = self.cfg, st.loc
+        b, w, g0, g1, h0, h1, h2, loss = self._derivatives(st)
+        lam = c["lam"]
+        if st.has_prev:                              # lagged rho: last step's actual / predicted decrease
+            rho = (c["prev_loss"] - loss) / c["prev_pred"].clamp(min=PRED_FLOOR)
+            lam = torch.where((rho >= RHO_GOOD) & ~c["prev_clip"], lam * 0.1,
+                              torch.where((rho <= RHO_BAD) | c["prev_clip"], lam * 10, lam)).clamp(LAM_MIN, LAM_MAX)
+        db, dw, pred, clip, lam_new, accepted = lm_tries(g0, g1, h0, h1, h2, lam, c["qx"])
+        active = c["active"]
+        zero = (g0 == 0) & (g1 == 0) & active        # exact zero gradient: the step is zero, skip the tries
+        upd = active & ~zero
         st.fallbacks += (upd & ~accepted).sum()
-        st.zero_grad |= zero
+        st.zero_grad += zero.sum()
         db, dw = torch.where(upd, db, 0.0), torch.where(upd, dw, 0.0)
-        st.b, st.w = (b - db).to(self.cdt), (w - dw).to(self.cdt)
-        st.lam = torch.where(upd, lam_new, st.lam)
-        st.prev = (loss, torch.where(upd, pred, 0.0), clip & upd)
+        c["b"], c["w"] = (b - db).to(self.cdt), (w - dw).to(self.cdt)
+        c["lam"] = torch.where(upd, lam_new, c["lam"])
+        c["prev_loss"], c["prev_pred"], c["prev_clip"] = loss, torch.where(upd, pred, 0.0), clip & upd
+        st.has_prev = True
         st.it += 1
         st.n_iter[st.cls_active] = st.it
         conv = (torch.maximum(g0.abs(), g1.abs()) < cfg.tol) & (torch.maximum(db.abs(), dw.abs()) < cfg.tol)
         if cfg.freeze:
-            st.active &= ~(conv | zero)
+            c["active"] = active = active & ~(conv | zero)
             done = torch.zeros(1, dtype=torch.long, device=self.device)
         else:                                        # the slab rule: every coordinate converged at once
-            done = (conv | ~st.active).all().reshape(1).long()
-        lat_counts, cls_counts = st.active.sum(1), st.active.sum(0)
+            done = (conv | ~active).all().reshape(1).long()
+        n_lat, n_cls = plan.n_lat, st.c1 - st.c0
+        lat_counts = torch.zeros(n_lat, dtype=torch.long, device=self.device).index_add_(0, c["lat"], active.long())
+        cls_counts = torch.zeros(n_cls, dtype=torch.long, device=self.device).index_add_(0, c["cls"], active.long())
         host = torch.cat([lat_counts, cls_counts, done]).tolist()   # the one host sync of the iteration
-        lat_host, cls_host = np.asarray(host[:plan.n_lat]), np.asarray(host[plan.n_lat:-1])
+        lat_host, cls_host = np.asarray(host[:n_lat]), np.asarray(host[n_lat:-1])
         self._report(st, loss, g0, g1, db, dw, upd & ~accepted)
-        st.cls_active = cls_host > 0
-        if host[-1] or not st.cls_active.any():
+        st.cls_active, st.n_active = cls_host > 0, int(lat_host.sum())
+        if host[-1] or st.n_active == 0:
+            self._write_back(st)
             return True
         if cfg.freeze:
             self._maybe_compact(plan, st, lat_counts, cls_counts, lat_host, cls_host)
         return False
 
+    def _write_back(self, st: PassState) -> None:
+        """The work list's (b, w) into the pass's full result tensors."""
+        st.b.view(-1)[st.loc["coord"]] = st.loc["b"]
+        st.w.view(-1)[st.loc["coord"]] = st.loc["w"]
+
     def _maybe_compact(self, plan, st, lat_counts, cls_counts, lat_host, cls_host) -> None:
-        """Rebuild the work list when a compacted one would cost at most half of the current one."""
+        """Rebuild the work list when a compacted one would cost at most half of the current one; carry
+        the work-local state over to the new list's coordinates."""
         block = int(plan.nnz_host[lat_host > 0].sum()) * int((cls_host > 0).sum())
         pair = int((plan.nnz_host * lat_host).sum())
         pair_fits = pair * 48 <= self.budget // 2    # a pair list copies its events: values, index, matrix
         best = min(block, pair) if pair_fits else block
         if best > st.work.cost // 2:
             return
-        chunk = self._chunk_pairs()
+        chunk, n_cls, c = self._chunk_pairs(), st.c1 - st.c0, st.loc
+        self._write_back(st)
         if pair_fits and pair < block:
-            st.work = pair_work(plan, st.active, lat_host, chunk, self.adt)
+            active_full = torch.zeros(plan.n_lat * n_cls, dtype=torch.bool, device=self.device)
+            active_full[c["coord"]] = c["active"]
+            st.work = pair_work(plan, active_full.view(plan.n_lat, n_cls), lat_host, chunk, self.adt)
         else:
-            st.work = block_work(plan, lat_counts, cls_counts, lat_host, cls_host, st.c1 - st.c0, chunk, self.adt)
+            st.work = block_work(plan, lat_counts, cls_counts, lat_host, cls_host, n_cls, chunk, self.adt)
+        where = torch.full((plan.n_lat * n_cls,), -1, dtype=torch.long, device=self.device)
+        where[c["coord"]] = torch.arange(c["coord"].numel(), device=self.device)
+        keep = where[st.work.coord.reshape(-1)]       # old work-local position of each new coordinate
+        st.loc = {k: v[keep] for k, v in c.items()}
         st.rebuilds += 1
 
     def _report(self, st, loss, g0, g1, db, dw, fb) -> None:
@@ -235,61 +258,34 @@ class OptimizedSolver:
         intercept, n_iter = torch.zeros_like(coef), torch.zeros(n_cls, dtype=torch.long)
         fallbacks = torch.zeros((), dtype=torch.long, device=self.device)
         zero_grad = torch.zeros((), dtype=torch.long, device=self.device)
-        frozen = torch.zeros((), dtype=torch.long, device=self.device)
         step = self.classes_per_pass(n_lat, n_cls)
-        rebuilds = 0
+        rebuilds = frozen = 0
         for c0 in range(0, n_cls, step):
             c1 = min(c0 + step, n_cls)
             st = self.init_pass(plan, c0, c1)
             for _ in range(self.cfg.max_iter):
                 if self.iterate(plan, st):
                     break
+            else:
+                self._write_back(st)
             coef[:, c0:c1], intercept[:, c0:c1] = st.w, st.b
             n_iter[c0:c1] = torch.from_numpy(st.n_iter)
             fallbacks += st.fallbacks
-            zero_grad += st.zero_grad.sum()
-            frozen += (~st.active).sum()
+            zero_grad += st.zero_grad
             rebuilds += st.rebuilds
-        n_fb, n_zero, n_frozen = torch.stack([fallbacks, zero_grad, frozen]).tolist()   # one sync per fit
+            frozen += n_lat * (c1 - c0) - st.n_active if self.cfg.freeze else 0
+        n_fb, n_zero = torch.stack([fallbacks, zero_grad]).tolist()   # one sync per fit for the counters
         if n_fb:
             warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=2)
         counters = dict(fallback_coord_iters=n_fb, zero_grad_fallback_coord_iters=0, zero_grad_fallback_coords=0,
-                        zero_grad_skipped_coords=n_zero, frozen_coords=n_frozen, classes_per_pass=step,
+                        zero_grad_skipped_coords=n_zero, frozen_coords=frozen, classes_per_pass=step,
                         work_rebuilds=rebuilds)
         return dict(coef=coef, intercept=intercept, n_iter=n_iter, counters=counters)
 
     def loss_matrix_with_aux(self, x, y, coef, intercept, threshold: float = 0.5):
-        """(loss, tp, fp, tn, fn), each [L, C]: one pass over the plan's events per class pass."""
+        """(loss, tp, fp, tn, fn), each [L, C]: one pass over the plan's events per class pass (evaluate.py)."""
         plan = self.plan(x, y)
-        n_lat, n_cls, f64 = plan.n_lat, plan.n_cls, torch.float64
-        out = [torch.zeros(n_lat, n_cls, dtype=f64, device=self.device) for _ in range(5)]
-        n0 = (plan.n_rows - plan.nnz.to(f64))[:, None]
-        step = self.classes_per_pass(n_lat, n_cls)
-        for c0 in range(0, n_cls, step):
-            c1 = min(c0 + step, n_cls)
-            nc = c1 - c0
-            b, w = intercept[:, c0:c1].to(self.device, self.cdt), coef[:, c0:c1].to(self.device, self.cdt)
-            work = self._full_work(plan, 3 * nc, f64, EVAL_BLOCKS)   # float64 sums: exact counts
-            r = torch.zeros(3, n_lat, nc, dtype=f64, device=self.device)   # [softplus, pred, pred & y]
-            for ch in work.chunks:
-                seg = plan.ev_lat[ch.e0:ch.e1]
-                t = chunk_terms(b.index_select(0, seg), w.index_select(0, seg), plan.vals[ch.e0:ch.e1, None])
-                pred = t[0] > threshold
-                yb = plan.y[plan.ev_row[ch.e0:ch.e1], c0:c1] > 0
-                t = torch.stack([t[2].to(f64), pred.to(f64), (pred & yb).to(f64)])
-                r[:, ch.s0:ch.s1] += (ch.a @ t.view(-1, nc)).view(3, ch.s1 - ch.s0, nc)
-            sp_sum, p_nz, tp_nz = r
-            pi, pos_nz, xy = plan.pi[c0:c1].to(f64), plan.pos_nz[:, c0:c1].to(f64), plan.xy[:, c0:c1].to(f64)
-            bd, wd = b.to(f64), w.to(f64)
-            pos_zero = (pi - pos_nz).clamp(min=0)
-            loss = (sp_sum - bd * pos_nz - wd * xy + pos_zero * F.softplus(-bd) + (n0 - pos_zero) * F.softplus(bd))
-            pred0 = torch.sigmoid(b) > threshold                  # the zeros: one prediction per (latent, class)
-            fp_nz, fn_nz = p_nz - tp_nz, pos_nz - tp_nz
-            tn_nz = plan.nnz.to(f64)[:, None] - p_nz - fn_nz
-            neg_zero = n0 - pos_zero
-            vals = (loss / plan.n_rows, tp_nz + torch.where(pred0, pos_zero, 0.0), fp_nz + torch.where(pred0, neg_zero, 0.0),
-                    tn_nz + torch.where(pred0, 0.0, neg_zero), fn_nz + torch.where(pred0, 0.0, pos_zero))
-            for o, v in zip(out, vals):
-                o[:, c0:c1] = v
-        loss, *counts = out
-        return (loss.float(), *(c.round().long() for c in counts))
+        step = self.classes_per_pass(plan.n_lat, plan.n_cls)
+        works = {nc: self._full_work(plan, 3 * nc, torch.float64, EVAL_BLOCKS)
+                 for nc in {min(step, plan.n_cls - c0) for c0 in range(0, plan.n_cls, step)}}
+        return loss_and_confusion(plan, works, coef, intercept, threshold, step, self.cdt)

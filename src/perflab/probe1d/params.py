@@ -13,6 +13,7 @@ class ProfileParams:
     device: str = "auto"          # auto, cpu or cuda
     out_dir: str = ""             # results folder; empty means $PERFLAB_OUT or outputs/local
     seed: int = 0                 # data seed
+    threads: int = 1              # torch CPU threads, 0 means all; 1 keeps timings stable on a shared machine
     n_rows: int = 1024            # rows of the reduced data set (the seed profiled 1k rows)
     n_latents: int = 256          # latents
     n_classes: int = 24           # classes (three slabs of 8)
@@ -29,6 +30,7 @@ class ProfileParams:
                 "n_rows, n_latents, n_classes, l0 and max_iter must be >= 1")
         require(self.l0 <= self.n_latents, f"l0={self.l0} cannot exceed n_latents={self.n_latents}")
         require(self.interval > 0, "interval must be > 0")
+        require(self.threads >= 0, "threads must be >= 0")
         require(bool(self.activations) == bool(self.labels), "give both activations and labels, or neither")
 
 
@@ -37,6 +39,7 @@ class SlabStatsParams:
     device: str = "auto"          # auto, cpu or cuda
     out_dir: str = ""             # results folder; empty means $PERFLAB_OUT or outputs/local
     seed: int = 0                 # data seed
+    threads: int = 1              # torch CPU threads, 0 means all; 1 keeps timings stable on a shared machine
     n_rows: int = 4096            # rows at the default size
     n_latents: int = 512          # latents
     n_classes: int = 32           # classes at the default size
@@ -62,6 +65,7 @@ class SlabStatsParams:
             v = getattr(self, name)
             require(len(v) >= 1 and all(isinstance(i, int) and i >= 1 for i in v), f"{name} must list ints >= 1")
         require(self.baseline_slabs >= 0, "baseline_slabs must be >= 0")
+        require(self.threads >= 0, "threads must be >= 0")
         require(min(self.fit_rows, self.fit_classes, self.fit_max_iter) >= 1, "fit sizes must be >= 1")
         require(self.compile in ("off", "eager", "inductor"), "compile must be off, eager or inductor")
         require(0 < self.min_run_time <= self.max_run_time, "need 0 < min_run_time <= max_run_time")

@@ -154,7 +154,8 @@ def _gather_events(plan: EventPlan, seg_lat: torch.Tensor, sizes_host: np.ndarra
     k = plan.loff[seg_lat + 1] - plan.loff[seg_lat]
     seg_off = _off(k)
     ev_seg = torch.repeat_interleave(torch.arange(n_seg, device=k.device), k, output_size=n_ev)
-    ev = plan.loff[seg_lat][ev_seg] + torch.arange(n_ev, device=k.device) - seg_off[ev_seg]
+    # event e of segment j sits at loff[lat_j] + (e - seg_off[j]): one per-segment shift, gathered once
+    ev = (plan.loff[seg_lat] - seg_off[:-1])[ev_seg].add_(torch.arange(n_ev, device=k.device))
     return off_host, seg_off, ev_seg, plan.vals[ev]
 
 
