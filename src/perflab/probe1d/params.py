@@ -21,7 +21,7 @@ class ProfileParams:
     max_iter: int = 8             # LM iterations per slab in the profiled fit
     class_slab_size: int = 8      # baseline classes per slab (the seed)
     row_batch_size: int = 1024    # baseline chunk is row_batch_size x 32 events
-    interval: float = 0.001       # pyinstrument sampling interval in seconds
+    interval: float = 0.0005      # pyinstrument sampling interval in seconds
     activations: str = ""         # your scipy CSR npz of activations; empty means generated data
     labels: str = ""              # your labels.bin, one uint8 class per row
 
