@@ -7,7 +7,7 @@ Every item of the seed's "Updated priorities" / "Next steps", and beyond:
     it needs only the values, and (b, w) per (latent, class);
   - fused statistics: per chunk one elementwise chain (z, mu, s, softplus) and one sparse product that
     sums all six (b, w)-dependent statistics into their latents (instead of seven index_add_);
-  - as many classes per pass as `memory_budget_mb` allows (all of them at the seed's shapes on a GPU);
+  - as many classes per pass as `memory_budget_mb` allows (all 151 at the seed's shapes with the GPU preset);
   - zero-gradient coordinates skip the LM tries (no fallback), converged ones are frozen, and the work
     list is compacted when freezing has halved it, so frozen coordinates cost nothing;
   - the six LM tries evaluated at once, no host check per try; one host sync per iteration (the
@@ -232,6 +232,9 @@ class OptimizedSolver:
             st.work = pair_work(plan, active_full.view(plan.n_lat, n_cls), lat_host, chunk, self.adt)
         else:
             st.work = block_work(plan, lat_counts, cls_counts, lat_host, cls_host, n_cls, chunk, self.adt)
+        # Every new coordinate is in the old list: block -> block shrinks both sides; pair cost <= block cost
+        # and both only shrink, so once a pair list is chosen a block comes back only when the two are equal
+        # (every active latent has all active classes), i.e. the same coordinates.
         where = torch.full((plan.n_lat * n_cls,), -1, dtype=torch.long, device=self.device)
         where[c["coord"]] = torch.arange(c["coord"].numel(), device=self.device)
         keep = where[st.work.coord.reshape(-1)]       # old work-local position of each new coordinate

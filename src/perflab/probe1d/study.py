@@ -32,13 +32,6 @@ SEED_BREAKDOWN = (
 SEED_JOB = dict(nnz=2.25e9, n_classes=151, max_iter=100, slab=8, seconds_per_slab_iter=35.0, hours=18.0)
 
 
-def share(prof, needle: str) -> float:
-    """Inclusive share of the frames whose function name contains `needle` (max over matches)."""
-    t = prof.table
-    hit = t[t["function"].str.contains(needle, regex=False)]
-    return float(hit["share"].max()) if len(hit) else 0.0
-
-
 def breakdown(profiles: dict) -> "object":
     """The seed's frames, its shares, and ours for each named profile ({label: Profile})."""
     import pandas as pd
@@ -47,7 +40,7 @@ def breakdown(profiles: dict) -> "object":
     for seed_name, needle, seed_share in SEED_BREAKDOWN:
         row = {"frame": seed_name, "seed (A100)": f"{100 * seed_share:.1f}%"}
         for label, prof in profiles.items():
-            row[label] = f"{100 * share(prof, needle):.1f}%"
+            row[label] = f"{100 * prof.share(needle):.1f}%"   # perflab.profiling.Profile.share
         rows.append(row)
     return pd.DataFrame(rows)
 
