@@ -1,0 +1,74 @@
+"""`Sparse1DProbe`: the front users call; `impl` picks the baseline (the seed's solver) or the optimized one.
+
+    probe = Sparse1DProbe(impl="optimized", max_iter=30).fit(x, y)
+    probe.coef_, probe.intercept_          # [n_latents, n_classes]
+    loss, tp, fp, tn, fn = probe.loss_matrix_with_aux(x, y, threshold=0.5)
+
+Both implementations run the same algorithm (the research note's LM with trust region, lagged-rho damping
+and qx scaling, implicit zeros in closed form) and take the same arguments, so a notebook swaps them by name.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import torch
+
+from ..env import pick_device
+from .baseline import BaselineSolver
+from .config import IMPLS, ProbeConfig
+from .data import check_inputs
+from .optimized import OptimizedSolver
+
+__all__ = ["Sparse1DProbe"]
+
+
+class Sparse1DProbe:
+    """Per (latent, class) 1D logistic regressions `logit = b + w x` on sparse activations.
+
+    impl: "baseline" | "optimized"; device: "auto" | "cpu" | "cuda"; iteration_hook(info: dict) is called
+    after every LM iteration (it costs host syncs: leave it None when timing). Other keywords are
+    `ProbeConfig` fields (class_slab_size, row_batch_size, max_iter, tol, ridge, accum_dtype, ...).
+    """
+
+    def __init__(self, impl: str = "optimized", *, device: str | torch.device = "auto",
+                 iteration_hook: Callable[[dict], None] | None = None, **config):
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        names = {f.name for f in dataclasses.fields(ProbeConfig)}
+        unknown = sorted(set(config) - names)
+        if unknown:
+            raise TypeError(f"Sparse1DProbe: unknown option(s) {unknown}; options: {sorted(names)}")
+        self.impl = impl
+        self.config = ProbeConfig(**config)
+        self.config.check()
+        self.device = pick_device(device)
+        cls = BaselineSolver if impl == "baseline" else OptimizedSolver
+        self.solver = cls(self.config, self.device, iteration_hook)
+
+    def fit(self, x, y) -> "Sparse1DProbe":
+        x, y = check_inputs(x, y)
+        out = self.solver.fit(x, y)
+        self.coef_, self.intercept_, self.n_iter_ = out["coef"], out["intercept"], out["n_iter"]
+        self.counters_ = out["counters"]
+        return self
+
+    def _fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("Sparse1DProbe: call fit(x, y) first")
+
+    def loss_matrix_with_aux(self, x, y, threshold: float = 0.5):
+        """(loss, tp, fp, tn, fn), each [n_latents, n_classes]: the mean binary cross-entropy (float32) and
+        the confusion counts (int64) of predicting sigmoid(b + w x) > threshold, zeros included."""
+        self._fitted()
+        if not 0.0 < threshold < 1.0:
+            raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+        x, y = check_inputs(x, y)
+        if x.shape[1] != self.coef_.shape[0] or y.shape[1] != self.coef_.shape[1]:
+            raise ValueError(f"shape mismatch: fitted on {tuple(self.coef_.shape)} (latents, classes), "
+                             f"got x with {x.shape[1]} latents and y with {y.shape[1]} classes")
+        return self.solver.loss_matrix_with_aux(x, y, self.coef_, self.intercept_, threshold)
+
+    def loss_matrix(self, x, y) -> torch.Tensor:
+        """Mean binary cross-entropy over the rows, [n_latents, n_classes]."""
+        return self.loss_matrix_with_aux(x, y)[0]
