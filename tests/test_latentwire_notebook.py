@@ -1,28 +1,13 @@
-"""The notebook's parameters cell and LatentWireParams agree (names, types, defaults), and the GPU preset is valid."""
-import dataclasses
-import typing
+"""LatentWireParams' own rules and the GPU preset's content (cell/dataclass agreement: test_notebook_params.py)."""
 from pathlib import Path
 
 import pytest
 
 from perflab.latentwire import LatentWireParams, Tokenizer
-from perflab.notebooks import inspect
 from perflab.params import ParameterError, load_preset, validate
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "notebooks" / "06_latentwire_amp.ipynb"
 PRESET = ROOT / "params" / "gpu" / "06_latentwire_amp.yaml"
-
-
-def test_parameters_cell_matches_the_dataclass():
-    declared = inspect(NOTEBOOK)
-    fields = {f.name: f for f in dataclasses.fields(LatentWireParams)}
-    assert list(declared) == list(fields)
-    hints = typing.get_type_hints(LatentWireParams)
-    for name, info in declared.items():
-        assert info["inferred_type_name"] == hints[name].__name__, name
-        assert eval(info["default"]) == fields[name].default, name  # literals written by us
-        assert info["help"], f"{name} has no help comment"
 
 
 def test_gpu_preset_is_valid_and_complete():

@@ -108,3 +108,27 @@ def test_no_notebooks_says_so(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["run", "--notebooks", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 0
     assert "no notebooks yet" in capsys.readouterr().out
+
+
+def test_schema_mismatches_names_what_differs(nb_dir):
+    import dataclasses
+
+    from perflab.notebooks import schema_mismatches
+
+    @dataclasses.dataclass
+    class Good:
+        n: int = 3
+        scale: float = 1.0
+        label: str = "x"
+        out_dir: str = ""
+
+    @dataclasses.dataclass
+    class Bad:
+        n: float = 4.0
+        scale: float = 1.0
+        label: str = "x"
+        out_dir: str = ""
+
+    assert schema_mismatches(nb_dir / "tiny.ipynb", Good) == []
+    assert schema_mismatches(nb_dir / "tiny.ipynb", Bad) == ["n: cell says int, Bad says float",
+                                                              "n: cell default 3, Bad default 4.0"]

@@ -1,31 +1,14 @@
-"""The notebook's parameters cell and VAEParams agree (names, types, defaults), and the GPU preset
-names only known parameters with valid values."""
-import ast
-import dataclasses
-import typing
+"""VAEParams' own rules and the GPU preset's content (the cell/dataclass agreement for every notebook is
+in test_notebook_params.py)."""
 from pathlib import Path
 
 import pytest
 
-from perflab.notebooks import inspect
 from perflab.params import ParameterError, load_preset, validate
 from perflab.vae import VAEParams
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "notebooks" / "05_vae_sync.ipynb"
 PRESET = ROOT / "params" / "gpu" / "05_vae_sync.yaml"
-
-
-def test_parameters_cell_matches_the_dataclass():
-    declared = inspect(NOTEBOOK)
-    fields = {f.name: f for f in dataclasses.fields(VAEParams)}
-    assert list(declared) == list(fields)
-    hints = typing.get_type_hints(VAEParams)
-    defaults = VAEParams()
-    for name, p in declared.items():
-        assert p["inferred_type_name"] == getattr(hints[name], "__name__", str(hints[name])), name
-        assert ast.literal_eval(p["default"]) == getattr(defaults, name), name
-        assert p["help"], f"{name} has no help comment"
 
 
 def test_gpu_preset_is_valid():

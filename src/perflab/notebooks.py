@@ -73,6 +73,35 @@ def inspect(path: Path) -> dict[str, dict]:
     return papermill.inspect_notebook(str(path))
 
 
+def schema_mismatches(path: Path, schema) -> list[str]:
+    """How a notebook's parameters cell disagrees with its dataclass: names (and order), annotated types,
+    default values, and help comments (present, papermill-safe). [] when they agree."""
+    import ast
+    import typing
+
+    declared = inspect(path)
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    if list(declared) != list(fields):
+        return [f"names differ: cell {list(declared)} vs {schema.__name__} {list(fields)}"]
+    hints = typing.get_type_hints(schema)
+    problems = []
+    for key, info in declared.items():
+        f = fields[key]
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        tname = getattr(hints[key], "__name__", str(hints[key]))
+        if info["inferred_type_name"] != tname:
+            problems.append(f"{key}: cell says {info['inferred_type_name']}, {schema.__name__} says {tname}")
+        try:
+            cell_default = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):
+            cell_default = info["default"]
+        if cell_default != default:
+            problems.append(f"{key}: cell default {info['default']}, {schema.__name__} default {default!r}")
+        if not info.get("help"):
+            problems.append(f"{key}: no help comment")
+    return problems
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """'batch=512' -> ('batch', 512), typed the way papermill's `-p` types values."""
     if "=" not in text:
