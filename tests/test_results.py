@@ -86,3 +86,17 @@ def test_open_run_uses_perflab_out(tmp_path, monkeypatch):
     assert run.dir == (tmp_path / "out" / "demo") and run.dir.is_dir()
     run.log.value("x", 1.5)
     assert json.loads((tmp_path / "out" / "results.jsonl").read_text())["value"] == 1.5
+
+
+def test_report_shows_each_studys_latest_execution(tmp_path):
+    from perflab.report import build
+
+    for value in (1.0, 2.0):  # the same study executed twice into one run folder
+        log = ResultsLog(tmp_path / "results.jsonl", study="s", stamp={"device_name": "cpu"})
+        log.value("answer", value)
+    other = ResultsLog(tmp_path / "results.jsonl", study="t", stamp={"device_name": "cpu"})
+    other.value("answer", 7.0)
+    text = build(tmp_path)
+    assert "| answer | 2 |" in text and "| answer | 1 |" not in text and "| answer | 7 |" in text
+    assert "1 earlier execution(s)" in text
+    assert "| answer | 1 |" in build(tmp_path, all_runs=True)

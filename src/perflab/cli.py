@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="write DIR/REPORT.md from DIR/results.jsonl")
     p.add_argument("dir", type=Path)
+    p.add_argument("--all", action="store_true", help="every execution in the log, not each study's latest")
 
     p = sub.add_parser("refresh", help="re-execute committed notebooks in place on their defaults")
     p.add_argument("names", nargs="*")
@@ -129,7 +130,7 @@ def cmd_run(args) -> int:
 def cmd_report(args) -> int:
     if not args.dir.is_dir():
         raise nbs.NotebookError(f"no run folder {args.dir}")
-    print(report_mod.write(args.dir))
+    print(report_mod.write(args.dir, all_runs=args.all))
     return 0
 
 

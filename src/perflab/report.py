@@ -159,12 +159,28 @@ def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
-def build(out_dir: str | Path) -> str:
-    """The report's Markdown text for the run folder `out_dir` (reads `out_dir/results.jsonl`)."""
+def latest(rows: list[dict]) -> tuple[list[dict], int]:
+    """Each study's rows from its latest execution only (per sweep point in a sweep folder): a run folder's
+    log keeps every earlier execution too. -> (rows kept, number of earlier executions left out)."""
+    last: dict = {}
+    for r in rows:  # rows are in the order they were written: the last run_id seen wins
+        key = (r.get("study"), r.get("sweep_point"), r["kind"] == "run")
+        last[key] = r.get("run_id")
+    seen = {(r.get("study"), r.get("sweep_point"), r["kind"] == "run", r.get("run_id")) for r in rows}
+    kept = [r for r in rows if last[(r.get("study"), r.get("sweep_point"), r["kind"] == "run")] == r.get("run_id")]
+    return kept, len(seen) - len(last)
+
+
+def build(out_dir: str | Path, *, all_runs: bool = False) -> str:
+    """The report's Markdown text for the run folder `out_dir` (reads `out_dir/results.jsonl`): each
+    study's latest execution, or every row with `all_runs`."""
     out_dir = Path(out_dir)
     rows = read_rows(out_dir / "results.jsonl")
+    rows, dropped = (rows, 0) if all_runs else latest(rows)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    head = [f"# perflab report: `{out_dir}`", f"Generated {now} from `results.jsonl` ({len(rows)} rows)."]
+    head = [f"# perflab report: `{out_dir}`", f"Generated {now} from `results.jsonl` ({len(rows)} rows"
+            + (f"; {dropped} earlier execution(s) of these studies left out: `perflab report --all` shows them)."
+               if dropped else ").")]
     if not rows:
         return "\n\n".join(head + ["No results yet: run `perflab run` (or `make run`) first."]) + "\n"
     envs = {tuple(r["env"].get(k) for k in ENV_KEYS) for r in rows if "env" in r}
@@ -185,9 +201,9 @@ def build(out_dir: str | Path) -> str:
     return "\n\n".join(head + ([sweep] if sweep else []) + sections) + "\n"
 
 
-def write(out_dir: str | Path) -> Path:
+def write(out_dir: str | Path, *, all_runs: bool = False) -> Path:
     """Write `out_dir/REPORT.md` and return its path."""
     path = Path(out_dir) / "REPORT.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build(out_dir))
+    path.write_text(build(out_dir, all_runs=all_runs))
     return path

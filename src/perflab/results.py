@@ -8,8 +8,8 @@
               measured="0 recompiles after warm-up", verdict="fixed")
     log.table()   # a pandas DataFrame of every row
 
-Every row carries the study, its kind, the parameters of the run and the environment fingerprint
-(torch, CUDA, device, host, git commit, time). Rows are written with one `write` on a file opened
+Every row carries the study, its kind, a `run_id` (one per ResultsLog, i.e. per execution of a study),
+the parameters of the run and the environment fingerprint (torch, CUDA, device, host, git commit, time). Rows are written with one `write` on a file opened
 for appending and fsync'd, so a crash can at worst leave one partial last line: readers skip it
 (and count it in `.skipped`), and the next append starts on a fresh line. Earlier rows are never lost.
 """
@@ -19,6 +19,7 @@ import dataclasses
 import json
 import math
 import os
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ class ResultsLog:
         self.study = study
         self.params = _jsonable(params) if params is not None else {}
         self.env = stamp if stamp is not None else fingerprint(device)
+        self.run_id = uuid.uuid4().hex[:12]  # one execution of a study: reports show a study's latest
         self.skipped = 0
 
     # ---- writing ----------------------------------------------------------------------------
@@ -62,7 +64,7 @@ class ResultsLog:
         if kind not in KINDS:
             raise ValueError(f"unknown row kind {kind!r}; expected one of {KINDS}")
         row = {"study": fields.pop("study", self.study), "kind": kind, **_jsonable(fields),
-               "params": self.params, "env": self.env}
+               "run_id": self.run_id, "params": self.params, "env": self.env}
         line = (json.dumps(row, allow_nan=False) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
