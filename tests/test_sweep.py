@@ -114,7 +114,8 @@ def test_compare_pairs_rows_and_lists_the_unpaired(tmp_path):
     assert [r.get("impl") or r["metric"] for r in c.only_a] == ["optimized", "only-a"]
     assert [r.get("impl") for r in c.only_b] == ["recycle"]
     md = to_markdown(c, a, b, "a", "b")
-    assert "| step / B=64 / baseline | batch=64 | 40 ms | 30 ms | 0.75 |" in md
+    assert "Parameters of every row: batch=64" in md
+    assert "| step / B=64 / baseline | 40 ms | 30 ms | 0.75 | 0.75-0.75 |" in md
     assert "Only in A" in md and "optimized" in md and "Only in B" in md and "recycle" in md
 
 

@@ -66,6 +66,15 @@ def _show(r: dict) -> str:
     return fmt_seconds(v) if r["kind"] == "measurement" else f"{v:.4g} {r.get('unit', '')}".strip()
 
 
+def _range(ra: dict, rb: dict) -> str:
+    """For timings, the conservative spread of B / A (B p20 / A p80 .. B p80 / A p20), marked when it
+    includes 1: the two cannot be told apart at this spread."""
+    if ra["kind"] != "measurement" or not ra.get("p20_s") or not rb.get("p20_s"):
+        return ""
+    lo, hi = rb["p20_s"] / ra["p80_s"], rb["p80_s"] / ra["p20_s"]
+    return f"{lo:.2f}-{hi:.2f}" + (" (within spread)" if lo <= 1 <= hi else "")
+
+
 def _side(rows: list[dict]) -> str:
     envs = {(r["env"].get("device_name"), r["env"].get("torch"), (r["env"].get("commit") or "-")[:10])
             for r in rows if r.get("env")}
@@ -74,7 +83,20 @@ def _side(rows: list[dict]) -> str:
 
 def _case(k: tuple) -> str:
     study, kind, metric, label, sub, impl, params = k
-    return " / ".join(x for x in (metric if metric != label else "", label, sub, impl) if x)
+    parts: list[str] = []
+    for x in (metric, label, sub, impl):
+        if x and x not in parts:
+            parts.append(x)
+    return " / ".join(parts)
+
+
+def _split_params(keys: list[tuple]) -> tuple[dict, list[str]]:
+    """Parameters shared by every row of `keys` (shown once) and the names that vary (shown per row)."""
+    all_params = [json.loads(k[6]) for k in keys]
+    names = sorted({n for p in all_params for n in p})
+    common = {n: all_params[0][n] for n in names
+              if all(n in p and p[n] == all_params[0].get(n) for p in all_params)}
+    return common, [n for n in names if n not in common]
 
 
 def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: str, b_name: str) -> str:
@@ -82,14 +104,21 @@ def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: s
              f"- A: {_side(a_rows)}", f"- B: {_side(b_rows)}",
              f"- {len(c.paired)} paired rows; {len(c.only_a)} only in A; {len(c.only_b)} only in B"
              + (f"; {c.repeated} repeated rows (the last of each is used)" if c.repeated else ""),
-             "", "Ratio is B / A: for a time, below 1 means B is faster.", ""]
+             "", "Ratio is B / A: for a time, below 1 means B is faster; range is the conservative spread of the",
+             "ratio (B p20 / A p80 to B p80 / A p20), 'within spread' when it includes 1.", ""]
     for study in sorted({k[0] for k, _, _ in c.paired}):
-        lines += [f"## {study}", "", "| case | parameters | A | B | B / A |", "|---|---|---|---|---|"]
-        for k, ra, rb in (p for p in c.paired if p[0][0] == study):
+        pairs = [p for p in c.paired if p[0][0] == study]
+        common, varying = _split_params([k for k, _, _ in pairs])
+        lines += [f"## {study}", "", "Parameters of every row: "
+                  + (", ".join(f"{n}={v}" for n, v in common.items()) or "none"), "",
+                  "| case | " + "".join(f"{n} | " for n in varying) + "A | B | B / A | range |",
+                  "|---|" + "---|" * (len(varying) + 4)]
+        for k, ra, rb in pairs:
             va, vb = _number(ra), _number(rb)
             ratio = f"{vb / va:.3g}" if va else "n/a"
-            params = ", ".join(f"{x}={y}" for x, y in json.loads(k[6]).items())
-            lines.append(f"| {_case(k)} | {params} | {_show(ra)} | {_show(rb)} | {ratio} |")
+            params = json.loads(k[6])
+            lines.append(f"| {_case(k)} | " + "".join(f"{params.get(n, '')} | " for n in varying)
+                         + f"{_show(ra)} | {_show(rb)} | {ratio} | {_range(ra, rb)} |")
         lines.append("")
     for title, rows in (("Only in A (no partner in B)", c.only_a), ("Only in B (no partner in A)", c.only_b)):
         if rows:

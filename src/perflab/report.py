@@ -103,16 +103,23 @@ def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list
 
     kind = "measurement" if any(r["kind"] == "measurement" for r in rows) else "value"
     others = [k for k in grid if k != param]
-    series: dict = {}
+    points = []
     for r in rows:
         if r["kind"] != kind or param not in (r.get("params") or {}):
             continue
         y = r.get("median_s") if kind == "measurement" else r.get("value")
-        if not isinstance(y, (int, float)) or isinstance(y, bool):
-            continue
-        name = " / ".join(str(x) for x in (r.get("study"), r.get("label") or r.get("metric"), r.get("sub_label"),
-                                           _impl(r), *(f"{k}={r['params'].get(k)}" for k in others)) if x)
-        series.setdefault(name, []).append((r["params"][param], y))
+        if isinstance(y, (int, float)) and not isinstance(y, bool):
+            group = (r.get("study"), r.get("label") or r.get("metric"), _impl(r),
+                     *(f"{k}={r['params'].get(k)}" for k in others))
+            points.append((group, r.get("sub_label") or "", r["params"][param], y))
+    # a case's sub_label often names the swept value itself ("B=64"): it splits a line only where one
+    # point holds several cases of the same group
+    split = {g for g, _, x, _ in points if len({s for g2, s, x2, _ in points if g2 == g and x2 == x}) > 1}
+    series: dict = {}
+    for group, sub, x, y in points:
+        parts = [str(v) for v in (*group[:2], sub if group in split else "", *group[2:]) if v]
+        name = " / ".join(dict.fromkeys(parts))  # drop repeats such as label == metric
+        series.setdefault(name, []).append((x, y))
     if not series:
         return None
     order = {json.dumps(v): i for i, v in enumerate(grid[param])}
