@@ -2,6 +2,16 @@ import pytest
 import torch
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Tests run tiny ops: two OpenMP threads on a shared 2-core box (CI) spend more time waiting at
+    # barriers than working, and swing 10-100x with the machine's load. One intra-op thread per test.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return

@@ -13,15 +13,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "latentwire" / "squad_tiny.json"
 TOK = Tokenizer()
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # tiny ops: one intra-op thread is faster than two, and immune to a busy machine's scheduling
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _tok(ex, **kw):
     return tokenize_example(ex, TOK, max_bytes=kw.get("max_bytes", 320), max_answer_tokens=32)
 

@@ -11,15 +11,6 @@ from perflab.latentwire.data import CITIES, SYLLABLES
 TINY = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # tiny ops: one intra-op thread is faster than two, and immune to a busy machine's scheduling
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _batch(model, n, seed, k):
     """Fresh random examples with answers from 1 token to longer than K, so some K-token targets are padding."""
     rng = random.Random(seed)

@@ -14,15 +14,6 @@ TINY = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, a
 EXAMPLES = make_examples(24, seed=0)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # tiny ops: one intra-op thread is faster than two, and immune to a busy machine's scheduling
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _run(impl="optimized", steps=2, accum_steps=2, seed=0, **toggles):
     model = build_model(TINY, seed=seed)
     trainer = make_trainer(model, EXAMPLES, impl=impl, accum_steps=accum_steps, seed=seed, lr=3e-3, **toggles)

@@ -10,15 +10,6 @@ from perflab.prover.reference import Limits, ReferenceProver, prove_exhaustive, 
 from perflab.syncs import count_host_syncs
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # tiny ops: two OpenMP threads on a shared 2-core box spend more time waiting than working
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def fam():
     return family_kg(n_families=3, seed=1)

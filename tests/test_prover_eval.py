@@ -14,14 +14,6 @@ from perflab.prover.rollout import rollout_full
 from perflab.prover.step import GreedyStep
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny ops: see test_prover_engine.py
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def setup():
     kg = family_kg(n_families=3, seed=2)

@@ -13,14 +13,6 @@ from perflab.prover.step import GreedyStep
 SMALL = PolicyConfig(embed_dim=16, hidden=32, n_blocks=1)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny ops: see test_prover_engine.py
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def ladder():
     kg = ladder_kg(levels=12, n_pairs=16, n_constants=64)
