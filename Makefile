@@ -48,8 +48,10 @@ test: setup
 	  $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks; \
 	else echo "no notebooks in notebooks/ yet: nbval has nothing to check"; fi
 
+# root (containers, cloud images) must say so to JupyterLab
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
 
 clean:
 	rm -rf $(OUT) .pytest_cache
