@@ -100,3 +100,16 @@ def test_report_shows_each_studys_latest_execution(tmp_path):
     assert "| answer | 2 |" in text and "| answer | 1 |" not in text and "| answer | 7 |" in text
     assert "1 earlier execution(s)" in text
     assert "| answer | 1 |" in build(tmp_path, all_runs=True)
+
+
+def test_thread_count_is_stamped_when_the_row_is_written(tmp_path):
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", device="cpu")
+    n = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)        # a notebook sets its threads after opening the run
+        log.value("a", 1)
+        torch.set_num_threads(2)
+        log.value("b", 2)
+    finally:
+        torch.set_num_threads(n)
+    assert [r["env"]["torch_threads"] for r in log.rows()] == [1, 2]

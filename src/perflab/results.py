@@ -24,6 +24,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .env import fingerprint
 
 KINDS = ("measurement", "value", "check", "claim", "run", "note")
@@ -63,8 +65,11 @@ class ResultsLog:
         """Write one row; returns it. `kind` is one of KINDS."""
         if kind not in KINDS:
             raise ValueError(f"unknown row kind {kind!r}; expected one of {KINDS}")
+        env = self.env
+        if "torch_threads" in env:  # read at write time: notebooks set their thread count after opening the run
+            env = {**env, "torch_threads": torch.get_num_threads()}
         row = {"study": fields.pop("study", self.study), "kind": kind, **_jsonable(fields),
-               "run_id": self.run_id, "params": self.params, "env": self.env}
+               "run_id": self.run_id, "params": self.params, "env": env}
         line = (json.dumps(row, allow_nan=False) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
