@@ -25,7 +25,7 @@ def loss_and_confusion(plan: EventPlan, works: dict[int, Work], coef: torch.Tens
         r = torch.zeros(3, n_lat, nc, dtype=f64, device=dev)   # [softplus, pred, pred & y]
         for ch in work.chunks:
             seg = plan.ev_lat[ch.e0:ch.e1]
-            t = chunk_terms(b.index_select(0, seg), w.index_select(0, seg), plan.vals[ch.e0:ch.e1, None])
+            t = chunk_terms(b, w, seg, plan.vals[ch.e0:ch.e1, None])
             pred = t[0] > threshold            # torch.sigmoid, as the baseline: the same counts at the threshold
             yb = plan.y[plan.ev_row[ch.e0:ch.e1], c0:c1] > 0
             t = torch.stack([t[2].to(f64), pred.to(f64), (pred & yb).to(f64)])

@@ -140,7 +140,7 @@ class OptimizedSolver:
             if self._terms is None:
                 t = chunk_terms_into(bs, ws, seg, v, self._workspace(m)[:7 * m].view(7, ch.e1 - ch.e0, n_col))
             else:
-                t = self._terms(bs.index_select(0, seg), ws.index_select(0, seg), v)
+                t = self._terms(bs, ws, seg, v)
             # all six sums in one sparse product: [6n, 3Ec] @ [3Ec, Cs] -> [6, n, Cs]
             r[:, ch.s0:ch.s1] += (ch.a @ t.view(-1, n_col).to(self.adt)).view(6, ch.s1 - ch.s0, n_col)
         return r.view(6, -1)
