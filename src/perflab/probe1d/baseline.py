@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from .config import (DTYPES, LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD,
-                     RHO_GOOD, TRUST_RADIUS, ProbeConfig)
+                     RHO_GOOD, ProbeConfig)
+from .kernels import trust_region_step
 
 log = logging.getLogger("perflab.probe1d")
 FALLBACK_WARNING = "LM step fallback: coordinates rejected all 6 tries and took a zero step"
@@ -104,15 +105,8 @@ class BaselineSolver:
         accepted = torch.zeros_like(g0, dtype=torch.bool)
         lam_try = lam.clone()
         for _ in range(LM_TRIES):
-            h0e, h2e = h0 + lam_try, h2 + lam_try * qx * qx
-            det = h0e * h2e - h1 * h1
-            db_t, dw_t = (h2e * g0 - h1 * g1) / det, (h0e * g1 - h1 * g0) / det
-            norm = torch.sqrt(db_t * db_t + (qx * dw_t) ** 2)
-            clip_t = norm > TRUST_RADIUS
-            scale = torch.where(clip_t, TRUST_RADIUS / norm, torch.ones_like(norm))
-            db_t, dw_t = db_t * scale, dw_t * scale
-            pred_t = g0 * db_t + g1 * dw_t - 0.5 * (h0 * db_t * db_t + 2 * h1 * db_t * dw_t + h2 * dw_t * dw_t)
-            ok = torch.isfinite(db_t) & torch.isfinite(dw_t) & torch.isfinite(pred_t) & (pred_t > 0) & ~accepted
+            db_t, dw_t, pred_t, clip_t, ok = trust_region_step(g0, g1, h0, h1, h2, lam_try, qx)
+            ok = ok & ~accepted
             db, dw, pred = torch.where(ok, db_t, db), torch.where(ok, dw_t, dw), torch.where(ok, pred_t, pred)
             clipped = torch.where(ok, clip_t, clipped)
             accepted |= ok

@@ -63,11 +63,10 @@ def chunk_terms_into(bs, ws, seg, v, buf):
     return t
 
 
-def lm_tries(g0, g1, h0, h1, h2, lam, qx):
-    """All six LM tries at once ([T, *coords]); the first acceptable one per coordinate. No host sync."""
-    scale10 = 10.0 ** torch.arange(LM_TRIES, dtype=lam.dtype, device=lam.device)
-    lam_t = lam * scale10.view(-1, *[1] * lam.dim())                       # [T, *coords]
-    h0e, h2e = h0 + lam_t, h2 + lam_t * qx * qx
+def trust_region_step(g0, g1, h0, h1, h2, lam, qx):
+    """One damped Newton step per coordinate (lam broadcasts: one try, or all tries as [T, *coords]) clipped to
+    the elliptical trust region: (db, dw, predicted decrease, clipped?, acceptable?). Shared by both solvers."""
+    h0e, h2e = h0 + lam, h2 + lam * qx * qx
     det = h0e * h2e - h1 * h1
     db, dw = (h2e * g0 - h1 * g1) / det, (h0e * g1 - h1 * g0) / det
     norm = torch.sqrt(db * db + (qx * dw) ** 2)
@@ -76,6 +75,14 @@ def lm_tries(g0, g1, h0, h1, h2, lam, qx):
     db, dw = db * scale, dw * scale
     pred = g0 * db + g1 * dw - 0.5 * (h0 * db * db + 2 * h1 * db * dw + h2 * dw * dw)
     ok = torch.isfinite(db) & torch.isfinite(dw) & torch.isfinite(pred) & (pred > 0)
+    return db, dw, pred, clip, ok
+
+
+def lm_tries(g0, g1, h0, h1, h2, lam, qx):
+    """All six LM tries at once ([T, *coords]); the first acceptable one per coordinate. No host sync."""
+    scale10 = 10.0 ** torch.arange(LM_TRIES, dtype=lam.dtype, device=lam.device)
+    lam_t = lam * scale10.view(-1, *[1] * lam.dim())                       # [T, *coords]
+    db, dw, pred, clip, ok = trust_region_step(g0, g1, h0, h1, h2, lam_t, qx)
     first = torch.zeros_like(g0, dtype=torch.long)
     for t in range(LM_TRIES - 1, 0, -1):         # index of the first accepted try (argmax(0) is slow on CPU)
         first = torch.where(ok[t], t, first)
