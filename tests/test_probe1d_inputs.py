@@ -83,6 +83,8 @@ def test_bad_options():
         Sparse1DProbe("baseline", max_iter=0)
     with pytest.raises(ValueError, match="accum_dtype"):
         Sparse1DProbe("optimized", accum_dtype="float16")
+    with pytest.raises(ValueError, match="tile_events must be >= 1, got 0"):
+        Sparse1DProbe("optimized", tile_events=0)
     with pytest.raises(ValueError, match="no CUDA device"):
         Sparse1DProbe("optimized", device="cuda") if not torch.cuda.is_available() else (_ for _ in ()).throw(
             ValueError("no CUDA device (skipped: CUDA present)"))

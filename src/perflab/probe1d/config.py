@@ -37,7 +37,8 @@ class ProbeConfig:
     compute_dtype: str = "float32"      # dtype of per-event math and of the weights
     accum_dtype: str = "float32"        # optimized: dtype of sums, closed forms and LM math (float64: the seed's open question)
     memory_budget_mb: float = 512.0     # optimized: bound on per-pass state + per-chunk temporaries
-    chunk_pair_events: int | None = None  # optimized: (event, class) pairs per chunk; None: 2^17 on CPU, 2^24 on CUDA
+    chunk_pair_events: int | None = None  # optimized: (slot, class) pairs per kernel call; None: 2^17 (CPU) / 2^24 (CUDA) eager, the budget compiled
+    tile_events: int = 32               # optimized: slots per tile; each latent's events are padded to a multiple
     freeze: bool = True                 # optimized: stop updating converged / zero-gradient coordinates
     compile: str = "off"                # optimized: torch.compile the chunk kernel: off, eager (counts graphs) or inductor
 
@@ -55,4 +56,5 @@ class ProbeConfig:
         need(self.memory_budget_mb > 0, f"memory_budget_mb must be > 0, got {self.memory_budget_mb}")
         need(self.chunk_pair_events is None or self.chunk_pair_events >= 1,
              f"chunk_pair_events must be >= 1 or None, got {self.chunk_pair_events}")
+        need(self.tile_events >= 1, f"tile_events must be >= 1, got {self.tile_events}")
         need(self.compile in ("off", "eager", "inductor"), f"compile must be off, eager or inductor, got {self.compile!r}")

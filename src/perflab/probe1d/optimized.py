@@ -5,8 +5,9 @@ Every item of the seed's "Updated priorities" / "Next steps", and beyond:
     dtype; no repeat_interleave, arange, cast or `.item()` per chunk, the chunk cuts made on the host once;
   - the label sums (sum y, sum y v per latent and class) computed once, so an iteration never reads y:
     it needs only the values, and (b, w) per (latent, class);
-  - fused statistics: per chunk one elementwise chain (z, mu, s, softplus) and one sparse product that
-    sums all six (b, w)-dependent statistics into their latents (instead of seven index_add_);
+  - fused statistics: the events are laid out once in tiles of T slots per latent (plan.py), and one
+    kernel computes all six (b, w)-dependent sums of every tile (kernels.tile_sums; instead of seven
+    index_add_ over [events, classes] arrays); with `compile="inductor"` that kernel is one fused loop;
   - as many classes per pass as `memory_budget_mb` allows (all 151 at the seed's shapes with the GPU preset);
   - zero-gradient coordinates skip the LM tries (no fallback), converged ones are frozen, and the work
     list is compacted when freezing has halved it, so frozen coordinates cost nothing;
@@ -24,14 +25,12 @@ from typing import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .baseline import FALLBACK_WARNING
-from .config import (DTYPES, LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD, RHO_GOOD,
-                     ProbeConfig)
+from .config import DTYPES, LAM0, LM_TRIES, P_CLAMP, QX_MIN, ProbeConfig
 from .evaluate import loss_and_confusion
-from .kernels import chunk_terms, chunk_terms_into, lm_tries
-from .plan import EVAL_BLOCKS, FIT_BLOCKS, EventPlan, Work, block_work, build_plan, full_work, pair_work
+from .kernels import lm_iteration, tile_sums, tile_sums_into
+from .plan import EventPlan, Work, block_work, build_plan, full_work, pair_work, tile_chunks
 
 log = logging.getLogger("perflab.probe1d")
 
@@ -65,17 +64,16 @@ class OptimizedSolver:
         self.cfg, self.device, self.hook = cfg, device, iteration_hook
         self.cdt, self.adt = DTYPES[cfg.compute_dtype], DTYPES[cfg.accum_dtype]
         self.budget = int(cfg.memory_budget_mb * 2**20)
-        default_chunk = 2**24 if device.type == "cuda" else 2**17  # CPU: a chunk's buffers stay in L2
-        self.chunk_pair_events = cfg.chunk_pair_events or default_chunk
+        self.tile = cfg.tile_events
         self._plan_key: tuple | None = None
         self._plan: EventPlan | None = None
         self._works: dict = {}
-        self._ws: torch.Tensor | None = None
-        self._terms = None
+        self._ws: tuple | None = None
+        self._sums_compiled = self._lm_compiled = None
         if cfg.compile != "off":
             backend = "eager" if cfg.compile == "eager" else "inductor"
-            # dynamic: the last chunk and compacted work lists change the row count, not the code
-            self._terms = torch.compile(chunk_terms, dynamic=True, backend=backend)
+            self._sums_compiled = torch.compile(tile_sums, backend=backend)
+            self._lm_compiled = torch.compile(lm_iteration, backend=backend)
 
     # ---- sizes from the memory budget ----------------------------------------------------------------
     def _coord_bytes(self) -> int:
@@ -87,25 +85,31 @@ class OptimizedSolver:
         fit = max(1, (self.budget // 2) // max(1, n_lat * self._coord_bytes()))
         return max(1, min(n_cls, self.cfg.class_slab_size or n_cls, fit))
 
-    def _chunk_pairs(self) -> int:
-        per_pair = 7 * 4 + 3 * (torch.finfo(self.adt).bits // 8)    # the 7-plane workspace (+ float64 casts)
-        return max(1, min(self.chunk_pair_events, (self.budget // 2) // per_pair))
+    def _chunk_tiles(self, n_col: int) -> int:
+        """Tiles per kernel call: `chunk_pair_events` (slot, class) pairs, by default 2^18 on CPU and 2^24 on
+        CUDA, within half the memory budget. On CPU a chunk's [p, T, Cs] arrays then stay in cache: the eager
+        workspace, and the compiled kernel's materialized arrays (inductor's CPU code always stores a reused
+        exp before its reductions: at 2^20 pairs per call, or a whole pass, it ran ~2x slower; below 2^17 the
+        ~40 us per compiled call adds up)."""
+        pairs = self.cfg.chunk_pair_events or (2**24 if self.device.type == "cuda" else 2**18)
+        per_pair = 6 * (torch.finfo(self.cdt).bits // 8) + 2 * (torch.finfo(self.adt).bits // 8)
+        pairs = min(pairs, (self.budget // 2) // per_pair)
+        return max(1, pairs // (self.tile * max(n_col, 1)))
 
     # ---- plan (once per fit; reused by loss and confusion passes on the same x, y) ----------------------
     def plan(self, x: torch.Tensor, y: torch.Tensor) -> EventPlan:
         if self._plan_key is not None and self._plan_key[0] is x and self._plan_key[1] is y:
             return self._plan
-        self._plan = build_plan(x, y, self.device, self.cdt, self.adt, QX_MIN)
+        self._plan = build_plan(x, y, self.device, self.cdt, self.adt, QX_MIN, self.tile)
         self._plan_key = (x, y)
         self._works = {}
         return self._plan
 
-    def _full_work(self, plan: EventPlan, n_col: int, adt: torch.dtype, blocks=FIT_BLOCKS) -> Work:
-        """The whole-pass work list and its chunk matrices: built once per fit (per pass width)."""
-        key = (n_col, adt, blocks)
-        if key not in self._works:
-            self._works[key] = full_work(plan, n_col, self._chunk_pairs(), adt, blocks)
-        return self._works[key]
+    def _full_work(self, plan: EventPlan, n_col: int) -> Work:
+        """The whole-pass work list (the plan's tiles, no copy), per pass width."""
+        if n_col not in self._works:
+            self._works[n_col] = full_work(plan, n_col)
+        return self._works[n_col]
 
     def init_pass(self, plan: EventPlan, c0: int, c1: int) -> PassState:
         n_lat, n_cls, adt = plan.n_lat, c1 - c0, self.adt
@@ -113,9 +117,15 @@ class OptimizedSolver:
         b0 = torch.log(p / (1 - p))                                           # [Cp]
         lat = torch.arange(n_lat, device=self.device).repeat_interleave(n_cls)  # [K = L Cp], latent-major
         cls = torch.arange(n_cls, device=self.device).repeat(n_lat)
+        # The zeros of a coordinate in closed form: n0 rows, pos_zero of them positive. The tiles' padding
+        # slots are zeros with label 0 that the kernel already evaluates: the closed form takes the rest,
+        # n0 - pad zeros for mu and s, and n0 - pos_zero - pad negatives for the loss (plan.py).
+        n0 = (plan.n_rows - plan.nnz)[lat]
+        pi, pos_nz = plan.pi[c0:c1][cls], plan.pos_nz[:, c0:c1].reshape(-1)
+        pos_zero = torch.minimum((pi - pos_nz).clamp(min=0), n0)
         loc = dict(coord=torch.arange(n_lat * n_cls, device=self.device), lat=lat, cls=cls,
-                   n0=(plan.n_rows - plan.nnz)[lat], pi=plan.pi[c0:c1][cls], qx=plan.qx[lat], b0=b0[cls],
-                   pos_nz=plan.pos_nz[:, c0:c1].reshape(-1), xy=plan.xy[:, c0:c1].reshape(-1),
+                   zeros_out=n0 - plan.pad[lat], pos_zero=pos_zero, neg_out=n0 - pos_zero - plan.pad[lat],
+                   pi=pi, qx=plan.qx[lat], b0=b0[cls], pos_nz=pos_nz, xy=plan.xy[:, c0:c1].reshape(-1),
                    b=b0[cls].to(self.cdt), w=torch.zeros(lat.shape, dtype=self.cdt, device=self.device),
                    lam=torch.full(lat.shape, LAM0, dtype=adt, device=self.device),
                    prev_loss=torch.zeros(lat.shape, dtype=adt, device=self.device),
@@ -124,89 +134,86 @@ class OptimizedSolver:
                    active=torch.ones(lat.shape, dtype=torch.bool, device=self.device))
         return PassState(c0=c0, c1=c1, b=b0.to(self.cdt).expand(n_lat, n_cls).contiguous(),
                          w=torch.zeros(n_lat, n_cls, dtype=self.cdt, device=self.device),
-                         work=self._full_work(plan, n_cls, adt), loc=loc, n_active=n_lat * n_cls,
+                         work=self._full_work(plan, n_cls), loc=loc, n_active=n_lat * n_cls,
                          cls_active=np.ones(n_cls, bool), n_iter=np.zeros(n_cls, np.int64),
                          fallbacks=torch.zeros((), dtype=torch.long, device=self.device),
                          zero_grad=torch.zeros((), dtype=torch.long, device=self.device))
 
     # ---- the event pass: six sums for every coordinate of the work list ---------------------------
     def event_stats(self, st: PassState) -> torch.Tensor:
-        """The six event sums [6, K] of the work list's coordinates, in its order."""
+        """The six event sums [6, K] of the work list's coordinates, in its order: per chunk of tiles, the
+        kernel's [p, 6, Cs] tile sums, added into their segments (rows of Cs x 6 values: one index_add_)."""
         work, n_col = st.work, st.work.n_col
         bs, ws = st.loc["b"].view(work.n_seg, n_col), st.loc["w"].view(work.n_seg, n_col)   # [S, Cs]
-        r = torch.zeros(6, work.n_seg, n_col, dtype=self.adt, device=self.device)
-        for ch in work.chunks:
-            seg, v, m = work.ev_seg[ch.e0:ch.e1], work.vals[ch.e0:ch.e1, None], (ch.e1 - ch.e0) * n_col
-            if self._terms is None:
-                t = chunk_terms_into(bs, ws, seg, v, self._workspace(m)[:7 * m].view(7, ch.e1 - ch.e0, n_col))
-            else:
-                t = self._terms(bs, ws, seg, v)
-            # all six sums in one sparse product: [6n, 3Ec] @ [3Ec, Cs] -> [6, n, Cs]
-            r[:, ch.s0:ch.s1] += (ch.a @ t.view(-1, n_col).to(self.adt)).view(6, ch.s1 - ch.s0, n_col)
-        return r.view(6, -1)
+        r = torch.zeros(work.n_seg, 6, n_col, dtype=self.adt, device=self.device)
+        for p0, p1 in tile_chunks(work.n_tiles, self._chunk_tiles(n_col)):
+            seg, v = work.tile_seg[p0:p1], work.tile_vals[p0:p1]
+            r.index_add_(0, seg, self._tile_sums(bs, ws, seg, v))
+        return r.transpose(0, 1).reshape(6, -1).contiguous()    # [6, K] (contiguous: one layout to compile)
 
-    def _workspace(self, m: int) -> torch.Tensor:
-        """A flat buffer for 7 planes of m elements, grown on demand and reused by every chunk."""
-        if self._ws is None or self._ws.numel() < 7 * m:
-            self._ws = torch.empty(7 * m, dtype=self.cdt, device=self.device)
+    def _tile_sums(self, bs, ws, seg, v) -> torch.Tensor:
+        if self._sums_compiled is None:
+            buf, vpow = self._workspace(v.shape[0], bs.shape[1])
+            return tile_sums_into(bs, ws, seg, v, buf, vpow, self.adt)
+        # Tiles, segments and columns change with every chunk and compaction: symbolic from the first call, so
+        # a fit compiles two graphs (several columns, and the pair lists' one column) and never recompiles.
+        # Unbacked sizes for tiles and segments: no special graph when one is 1 (a fit's last coordinate).
+        for t in (bs, ws, seg, v):
+            torch._dynamo.decorators.mark_unbacked(t, 0)
+        torch._dynamo.maybe_mark_dynamic(bs, 1)
+        torch._dynamo.maybe_mark_dynamic(ws, 1)
+        return self._sums_compiled(bs, ws, seg, v, self.adt)
+
+    def _workspace(self, p: int, n_col: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The eager kernel's buffers, grown on demand and reused by every chunk: 6 planes of p T Cs slots
+        (compute dtype) and the [p, 3, T] powers of v (row 0: ones)."""
+        n = p * self.tile * n_col
+        if self._ws is None or self._ws[0].shape[1] < n or self._ws[1].shape[0] < p:
+            m = max(n, 0 if self._ws is None else self._ws[0].shape[1])
+            q = max(p, 0 if self._ws is None else self._ws[1].shape[0])
+            self._ws = (torch.empty(6, m, dtype=self.cdt, device=self.device),
+                        torch.ones(q, 3, self.tile, dtype=self.adt, device=self.device))
         return self._ws
 
     # ---- one LM iteration ------------------------------------------------------------------------------
-    def _derivatives(self, st: PassState):
-        """Gradient, Hessian and loss [K] from the event sums and the closed form for the zeros."""
-        s, ridge, c = self.event_stats(st), self.cfg.ridge, st.loc
-        n0, pi, pos_nz, xy = c["n0"], c["pi"], c["pos_nz"], c["xy"]
-        b, w = c["b"].to(self.adt), c["w"].to(self.adt)
-        mu0 = torch.sigmoid(b)
-        s0 = mu0 * (1 - mu0)
-        pos_zero = torch.minimum((pi - pos_nz).clamp(min=0), n0)
-        g0 = s[0] + n0 * mu0 - pi + ridge * (b - c["b0"])
-        g1 = (s[1] - xy) + ridge * w
-        h0, h1, h2 = s[2] + n0 * s0 + ridge, s[3], s[4] + ridge
-        loss = ((s[5] - b * pos_nz - w * xy) + pos_zero * F.softplus(-b) + (n0 - pos_zero) * F.softplus(b)
-                + 0.5 * ridge * (w * w + (b - c["b0"]) ** 2))
-        return b, w, g0, g1, h0, h1, h2, loss
+    def _lm(self, s: torch.Tensor, st: PassState) -> dict:
+        args = (s, st.loc, st.has_prev, self.cfg.ridge, self.cfg.tol, self.cfg.freeze)
+        if self._lm_compiled is None:
+            return lm_iteration(*args)
+        # The coordinate count K changes at each compaction: symbolic (unbacked: 1 too) from the first call
+        torch._dynamo.decorators.mark_unbacked(s, 1)
+        for t in st.loc.values():
+            torch._dynamo.decorators.mark_unbacked(t, 0)
+        return self._lm_compiled(*args)
 
     def iterate(self, plan: EventPlan, st: PassState) -> bool:
         """One LM iteration of every active coordinate of the pass; True when the pass is done.
         Exactly one host sync (the `.tolist()` at the end) unless a hook or debug logging asks for more."""
-        cfg, c = self.cfg, st.loc
-        b, w, g0, g1, h0, h1, h2, loss = self._derivatives(st)
-        lam = c["lam"]
-        if st.has_prev:                              # lagged rho: last step's actual / predicted decrease
-            rho = (c["prev_loss"] - loss) / c["prev_pred"].clamp(min=PRED_FLOOR)
-            lam = torch.where((rho >= RHO_GOOD) & ~c["prev_clip"], lam * 0.1,
-                              torch.where((rho <= RHO_BAD) | c["prev_clip"], lam * 10, lam)).clamp(LAM_MIN, LAM_MAX)
-        db, dw, pred, clip, lam_new, accepted = lm_tries(g0, g1, h0, h1, h2, lam, c["qx"])
-        active = c["active"]
-        zero = (g0 == 0) & (g1 == 0) & active        # exact zero gradient: the step is zero, skip the tries
-        upd = active & ~zero
-        st.fallbacks += (upd & ~accepted).sum()
-        st.zero_grad += zero.sum()
-        db, dw = torch.where(upd, db, 0.0), torch.where(upd, dw, 0.0)
-        c["b"], c["w"] = (b - db).to(self.cdt), (w - dw).to(self.cdt)
-        c["lam"] = torch.where(upd, lam_new, c["lam"])
-        c["prev_loss"], c["prev_pred"], c["prev_clip"] = loss, torch.where(upd, pred, 0.0), clip & upd
+        c = st.loc
+        out = self._lm(self.event_stats(st), st)
+        st.fallbacks += out["fallback"].sum()
+        st.zero_grad += out["zero"].sum()
+        for k in ("b", "w", "lam", "prev_loss", "prev_pred", "prev_clip", "active"):
+            c[k] = out[k]
         st.has_prev = True
         st.it += 1
         st.n_iter[st.cls_active] = st.it
-        conv = (torch.maximum(g0.abs(), g1.abs()) < cfg.tol) & (torch.maximum(db.abs(), dw.abs()) < cfg.tol)
-        if cfg.freeze:
-            c["active"] = active = active & ~(conv | zero)
+        active = c["active"]
+        if self.cfg.freeze:
             done = torch.zeros(1, dtype=torch.long, device=self.device)
         else:                                        # the slab rule: every coordinate converged at once
-            done = (conv | ~active).all().reshape(1).long()
+            done = (out["conv"] | ~active).all().reshape(1).long()
         n_lat, n_cls = plan.n_lat, st.c1 - st.c0
         lat_counts = torch.zeros(n_lat, dtype=torch.long, device=self.device).index_add_(0, c["lat"], active.long())
         cls_counts = torch.zeros(n_cls, dtype=torch.long, device=self.device).index_add_(0, c["cls"], active.long())
         host = torch.cat([lat_counts, cls_counts, done]).tolist()   # the one host sync of the iteration
         lat_host, cls_host = np.asarray(host[:n_lat]), np.asarray(host[n_lat:-1])
-        self._report(st, loss, g0, g1, db, dw, upd & ~accepted)
+        self._report(st, out)
         st.cls_active, st.n_active = cls_host > 0, int(lat_host.sum())
         if host[-1] or st.n_active == 0:
             self._write_back(st)
             return True
-        if cfg.freeze:
+        if self.cfg.freeze:
             self._maybe_compact(plan, st, lat_counts, cls_counts, lat_host, cls_host)
         return False
 
@@ -218,20 +225,21 @@ class OptimizedSolver:
     def _maybe_compact(self, plan, st, lat_counts, cls_counts, lat_host, cls_host) -> None:
         """Rebuild the work list when a compacted one would cost at most half of the current one; carry
         the work-local state over to the new list's coordinates."""
-        block = int(plan.nnz_host[lat_host > 0].sum()) * int((cls_host > 0).sum())
-        pair = int((plan.nnz_host * lat_host).sum())
-        pair_fits = pair * 48 <= self.budget // 2    # a pair list copies its events: values, index, matrix
+        ntile = plan.ntile_host
+        block = int(ntile[lat_host > 0].sum()) * plan.tile * int((cls_host > 0).sum())
+        pair = int((ntile * lat_host).sum()) * plan.tile
+        pair_fits = pair * 5 <= self.budget // 2     # a pair list copies its latents' tiles: values + segment
         best = min(block, pair) if pair_fits else block
         if best > st.work.cost // 2:
             return
-        chunk, n_cls, c = self._chunk_pairs(), st.c1 - st.c0, st.loc
+        n_cls, c = st.c1 - st.c0, st.loc
         self._write_back(st)
         if pair_fits and pair < block:
             active_full = torch.zeros(plan.n_lat * n_cls, dtype=torch.bool, device=self.device)
             active_full[c["coord"]] = c["active"]
-            st.work = pair_work(plan, active_full.view(plan.n_lat, n_cls), lat_host, chunk, self.adt)
+            st.work = pair_work(plan, active_full.view(plan.n_lat, n_cls), lat_host)
         else:
-            st.work = block_work(plan, lat_counts, cls_counts, lat_host, cls_host, n_cls, chunk, self.adt)
+            st.work = block_work(plan, lat_counts, cls_counts, lat_host, cls_host, n_cls)
         # Every new coordinate is in the old list: block -> block shrinks both sides; pair cost <= block cost
         # and both only shrink, so once a pair list is chosen a block comes back only when the two are equal
         # (every active latent has all active classes), i.e. the same coordinates.
@@ -241,10 +249,11 @@ class OptimizedSolver:
         st.loc = {k: v[keep] for k, v in c.items()}
         st.rebuilds += 1
 
-    def _report(self, st, loss, g0, g1, db, dw, fb) -> None:
+    def _report(self, st, out: dict) -> None:
         """Debug logging and the iteration hook: extra host syncs, only when asked for."""
         if self.hook is None and not log.isEnabledFor(logging.DEBUG):
             return
+        loss, g0, g1, db, dw, fb = (out[k] for k in ("prev_loss", "g0", "g1", "db", "dw", "fallback"))
         info = dict(impl="optimized", classes=(st.c0, st.c1), iteration=st.it, loss=float(loss.sum().item()),
                     max_grad=float(torch.maximum(g0.abs(), g1.abs()).max().item()),
                     max_step=float(torch.maximum(db.abs(), dw.abs()).max().item()), fallbacks=int(fb.sum().item()))
@@ -286,9 +295,9 @@ class OptimizedSolver:
         return dict(coef=coef, intercept=intercept, n_iter=n_iter, counters=counters)
 
     def loss_matrix_with_aux(self, x, y, coef, intercept, threshold: float = 0.5):
-        """(loss, tp, fp, tn, fn), each [L, C]: one pass over the plan's events per class pass (evaluate.py)."""
+        """(loss, tp, fp, tn, fn), each [L, C]: one pass over the plan's tiles per class pass (evaluate.py)."""
         plan = self.plan(x, y)
         step = self.classes_per_pass(plan.n_lat, plan.n_cls)
-        works = {nc: self._full_work(plan, 3 * nc, torch.float64, EVAL_BLOCKS)
-                 for nc in {min(step, plan.n_cls - c0) for c0 in range(0, plan.n_cls, step)}}
-        return loss_and_confusion(plan, works, coef, intercept, threshold, step, self.cdt)
+        # float64 terms and counts, ~4 [p, T, Cs] arrays of 8 B per slot and class
+        chunk = max(1, (self.budget // 2) // (40 * plan.tile * step))
+        return loss_and_confusion(plan, coef, intercept, threshold, step, self.cdt, chunk)
