@@ -37,7 +37,7 @@ class ProbeConfig:
     compute_dtype: str = "float32"      # dtype of per-event math and of the weights
     accum_dtype: str = "float32"        # optimized: dtype of sums, closed forms and LM math (float64: the seed's open question)
     memory_budget_mb: float = 512.0     # optimized: bound on per-pass state + per-chunk temporaries
-    chunk_pair_events: int | None = None  # optimized: (slot, class) pairs per kernel call; None: 2^17 (CPU) / 2^24 (CUDA) eager, the budget compiled
+    chunk_pair_events: int | None = None  # optimized: (slot, class) pairs per kernel call; None: 2^18 on CPU, 2^26 on CUDA
     tile_events: int = 32               # optimized: slots per tile; each latent's events are padded to a multiple
     freeze: bool = True                 # optimized: stop updating converged / zero-gradient coordinates
     compile: str = "off"                # optimized: torch.compile the chunk kernel: off, eager (counts graphs) or inductor

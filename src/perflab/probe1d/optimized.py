@@ -86,12 +86,13 @@ class OptimizedSolver:
         return max(1, min(n_cls, self.cfg.class_slab_size or n_cls, fit))
 
     def _chunk_tiles(self, n_col: int) -> int:
-        """Tiles per kernel call: `chunk_pair_events` (slot, class) pairs, by default 2^18 on CPU and 2^24 on
-        CUDA, within half the memory budget. On CPU a chunk's [p, T, Cs] arrays then stay in cache: the eager
-        workspace, and the compiled kernel's materialized arrays (inductor's CPU code always stores a reused
-        exp before its reductions: at 2^20 pairs per call, or a whole pass, it ran ~2x slower; below 2^17 the
-        ~40 us per compiled call adds up)."""
-        pairs = self.cfg.chunk_pair_events or (2**24 if self.device.type == "cuda" else 2**18)
+        """Tiles per kernel call: `chunk_pair_events` (slot, class) pairs, by default 2^18 on CPU and 2^26 on
+        CUDA, within half the memory budget (the eager workspace: 6 planes + casts per pair).
+        CPU: a chunk's [p, T, Cs] arrays then stay in cache: the eager workspace, and the compiled kernel's two
+        materialized planes (inductor's CPU code stores a reused exp between its two loops: at 2^20 pairs per
+        call, or a whole pass, it ran ~2x slower; below 2^17 the ~40 us of each compiled call adds up).
+        CUDA: a few dozen calls per iteration at the seed's shapes (each call costs a launch and a guard check)."""
+        pairs = self.cfg.chunk_pair_events or (2**26 if self.device.type == "cuda" else 2**18)
         per_pair = 6 * (torch.finfo(self.cdt).bits // 8) + 2 * (torch.finfo(self.adt).bits // 8)
         pairs = min(pairs, (self.budget // 2) // per_pair)
         return max(1, pairs // (self.tile * max(n_col, 1)))
@@ -155,13 +156,12 @@ class OptimizedSolver:
         if self._sums_compiled is None:
             buf, vpow = self._workspace(v.shape[0], bs.shape[1])
             return tile_sums_into(bs, ws, seg, v, buf, vpow, self.adt)
-        # Tiles, segments and columns change with every chunk and compaction: symbolic from the first call, so
-        # a fit compiles two graphs (several columns, and the pair lists' one column) and never recompiles.
-        # Unbacked sizes for tiles and segments: no special graph when one is 1 (a fit's last coordinate).
-        for t in (bs, ws, seg, v):
-            torch._dynamo.decorators.mark_unbacked(t, 0)
-        torch._dynamo.maybe_mark_dynamic(bs, 1)
-        torch._dynamo.maybe_mark_dynamic(ws, 1)
+        # Tiles, segments and columns change with every chunk and compaction: dynamic from the first call, so a
+        # fit compiles two graphs (several columns; the pair lists' one column). Backed sizes: unbacked ones
+        # (no size-1 specialization) made the kernel ~1.3x and the LM update ~3.7x slower.
+        for t, dims in ((bs, (0, 1)), (ws, (0, 1)), (seg, (0,)), (v, (0,))):
+            for d in dims:
+                torch._dynamo.maybe_mark_dynamic(t, d)
         return self._sums_compiled(bs, ws, seg, v, self.adt)
 
     def _workspace(self, p: int, n_col: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -180,10 +180,11 @@ class OptimizedSolver:
         args = (s, st.loc, st.has_prev, self.cfg.ridge, self.cfg.tol, self.cfg.freeze)
         if self._lm_compiled is None:
             return lm_iteration(*args)
-        # The coordinate count K changes at each compaction: symbolic (unbacked: 1 too) from the first call
-        torch._dynamo.decorators.mark_unbacked(s, 1)
+        # The coordinate count K changes at each compaction: dynamic from the first call (no recompile, but
+        # for K = 1: a fit's last coordinate, one more small graph)
+        torch._dynamo.maybe_mark_dynamic(s, 1)
         for t in st.loc.values():
-            torch._dynamo.decorators.mark_unbacked(t, 0)
+            torch._dynamo.maybe_mark_dynamic(t, 0)
         return self._lm_compiled(*args)
 
     def iterate(self, plan: EventPlan, st: PassState) -> bool:

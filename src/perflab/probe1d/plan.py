@@ -96,9 +96,13 @@ def build_plan(x: torch.Tensor, y: torch.Tensor, device: torch.device, cdt: torc
 
 
 def tile_chunks(n_tiles: int, per_chunk: int) -> list[tuple[int, int]]:
-    """Tile ranges [p0, p1) of at most `per_chunk` tiles (cut on the host: no sync)."""
+    """Tile ranges [p0, p1) of `per_chunk` tiles (cut on the host: no sync). A last chunk of one tile joins the
+    one before it: a size of 1 would make the compiled kernel specialize (one more graph)."""
     per_chunk = max(1, per_chunk)
-    return [(p0, min(p0 + per_chunk, n_tiles)) for p0 in range(0, n_tiles, per_chunk)]
+    cuts = [(p0, min(p0 + per_chunk, n_tiles)) for p0 in range(0, n_tiles, per_chunk)]
+    if len(cuts) > 1 and cuts[-1][1] - cuts[-1][0] == 1:
+        cuts[-2:] = [(cuts[-2][0], n_tiles)]
+    return cuts
 
 
 @dataclasses.dataclass
