@@ -52,7 +52,7 @@ class SlabStatsParams:
     fit_classes: int = 16         # classes of the whole-fit comparison
     fit_max_iter: int = 40        # max LM iterations of the whole fits
     memory_budget_mb: float = 512.0  # optimized memory budget per pass
-    compile: str = "off"          # off, eager or inductor for the optimized chunk kernel
+    compile: str = "inductor"     # off, eager or inductor: torch.compile of the optimized kernel and LM update
     min_run_time: float = 0.1     # seconds per measurement before the spread is checked
     max_run_time: float = 0.6     # seconds per measurement at most
     activations: str = ""         # your scipy CSR npz of activations; empty means generated data

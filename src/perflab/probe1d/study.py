@@ -103,6 +103,17 @@ def iteration_callable(impl: str, x, y, baseline_slabs: int = 0, **config):
     return setup, one_iteration, 1.0
 
 
+def sums_callable(x, y, **config):
+    """The optimized solver's tile sums alone (`event_stats`: the kernel calls and the index_add_ of their
+    results) for every class pass from a fresh start: the kernel's part of `iteration_callable`'s iteration
+    (the rest is the LM update and the per-pass setup)."""
+    s = Sparse1DProbe("optimized", **config).solver
+    plan = s.plan(x.to(s.device), y.to(s.device))
+    step = s.classes_per_pass(plan.n_lat, plan.n_cls)
+    states = [s.init_pass(plan, c0, min(c0 + step, plan.n_cls)) for c0 in range(0, plan.n_cls, step)]
+    return lambda: [s.event_stats(st) for st in states]
+
+
 def sigmoid_throughput(device, n: int = 2**24, **measure_kw) -> tuple[float, object]:
     """Measured sigmoid evaluations per second on `device` (float32, out of place, all torch threads)."""
     from ..bench import measure
@@ -164,16 +175,22 @@ def scaled(m, factor: float):
                        task_spec=m.task_spec)
 
 
-def measure_iteration(impl: str, x, y, *, label: str, sub_label: str, min_run_time: float, max_run_time: float,
-                      baseline_slabs: int = 0, **config):
-    """perflab.bench.measure of one LM iteration over every class (see iteration_callable); the plan is
-    built before timing, as once per fit. Returns the Measurement (scaled to all slabs)."""
-    from ..bench import measure
+def measure_iterations(variants: dict, x, y, *, label: str, sub_label: str, min_run_time: float,
+                       max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
+    """One LM iteration of each variant ({key: (impl, config)}, see iteration_callable; a baseline's config
+    may hold baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
+    (perflab.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
+    hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
+    from ..bench import measure_interleaved
 
-    _, one_iteration, scale = iteration_callable(impl, x, y, baseline_slabs=baseline_slabs, **config)
-    m = measure(one_iteration, label=label, sub_label=sub_label, description=impl, min_run_time=min_run_time,
-                max_run_time=max_run_time, device=config.get("device"))
-    return scaled(m, scale)
+    fns, scales = {}, {}
+    for key, (impl, config) in variants.items():
+        _, fns[key], scales[key] = iteration_callable(impl, x, y, device=device, **config)
+    fns.update(extra or {})
+    ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
+                             descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
+                             device=device)
+    return {k: scaled(m, scales.get(k, 1.0)) for k, m in ms.items()}
 
 
 def fit_summary(probe, seconds: float) -> dict:
