@@ -40,7 +40,7 @@ class ProbeConfig:
     chunk_pair_events: int | None = None  # optimized: (slot, class) pairs per kernel call; None: 2^18 on CPU, 2^26 on CUDA
     tile_events: int = 32               # optimized: slots per tile; each latent's events are padded to a multiple
     freeze: bool = True                 # optimized: stop updating converged / zero-gradient coordinates
-    compile: str = "off"                # optimized: torch.compile the chunk kernel: off, eager (counts graphs) or inductor
+    compile: str = "off"                # optimized: torch.compile the tile kernel and LM update: off, eager (counts graphs) or inductor
 
     def check(self) -> None:
         def need(cond: bool, msg: str) -> None:

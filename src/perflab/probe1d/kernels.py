@@ -4,9 +4,10 @@ An iteration's work is a list of tiles (plan.py): T slots of one segment's event
 class) pair), zero-padded, against the segment's C columns of (b, w). For every tile and column the solver
 needs six sums over its slots of functions of z = b + w v:
     sum mu, sum mu v, sum s, sum s v, sum s v^2, sum softplus(z)      (mu = sigmoid(z), s = mu (1 - mu))
-`tile_sums` computes them as one expression, written for torch.compile: inductor turns it into a single
-loop that reads each tile's T values once and keeps every per-slot term in registers (one exp, one
-reciprocal and one division per (slot, class), no [events, classes] array in memory). `tile_sums_into` is the
+`tile_sums` computes them as one expression, written for torch.compile: one exp, one reciprocal and one
+division per (slot, class), and no [events, classes] array in the iteration's own code. (Inductor's CPU code
+still stores two [tiles, T, C] planes between its two loops, since it always materializes a reused exp; the
+solver keeps them cache-sized by calling it per chunk. Its CUDA code has no such rule.) `tile_sums_into` is the
 same arithmetic for eager mode, in a reused workspace. `lm_iteration` turns the sums into one LM iteration
 of every coordinate. All of it is pure tensor code (no host sync, no Python branch on data), so it runs the
 same on CPU and CUDA and compiles as it stands.
@@ -14,7 +15,6 @@ same on CPU and CUDA and compiles as it stands.
 from __future__ import annotations
 
 import torch
-
 import torch.nn.functional as F
 
 from .config import LAM_MAX, LAM_MIN, LM_TRIES, PRED_FLOOR, RHO_BAD, RHO_GOOD, TRUST_RADIUS
@@ -22,8 +22,6 @@ from .config import LAM_MAX, LAM_MIN, LM_TRIES, PRED_FLOOR, RHO_BAD, RHO_GOOD, T
 # x86 handles float32 denormals ~100x slower. exp(-60) = 8.8e-27 keeps e, mu, s normal (v >= 1e-5);
 # past |z| = 60 each term changes by < 1e-26.
 Z_CLAMP = 60.0
-
-SUMS = ("mu", "mu v", "s", "s v", "s v^2", "softplus")   # the six sums, in the order of dim 1 of the output
 
 # log1p(e) for e in (0, 1] as 2 atanh(t), t = e / (2 + e) in (0, 1/3]: 2 t (1 + t^2/3 + ... + t^12/13). The
 # series' tail is < 1e-8 relative; rounding keeps it within 4 float32 ulps (tests/test_probe1d_kernels.py),
@@ -57,7 +55,8 @@ def slot_terms(z: torch.Tensor):
 
 
 def tile_sums(bs: torch.Tensor, ws: torch.Tensor, seg: torch.Tensor, v: torch.Tensor, acc: torch.dtype) -> torch.Tensor:
-    """The six sums of every tile and column, [P, 6, C] in dtype `acc`, from the per-segment weights
+    """The six sums of every tile and column, [P, 6, C] in dtype `acc` (sum mu, mu v, s, s v, s v^2, softplus,
+    in that order along dim 1), from the per-segment weights
     bs, ws [S, C], each tile's segment seg [P] and its values v [P, T] (padding: 0). Written for torch.compile:
     the gathers sit inside, so the fused loop reads b and w once per tile from the small [S, C] tables."""
     b = bs.index_select(0, seg)[:, None, :]                 # [P, 1, C]
@@ -101,7 +100,8 @@ def tile_sums_into(bs, ws, seg, v, buf: torch.Tensor, vpow: torch.Tensor, acc: t
 
 
 def trust_region_step(g0, g1, h0, h1, h2, lam, qx):
-    """One damped Newton step per coordinate clipped to the elliptical trust region: (db, dw, predicted decrease, clipped?, acceptable?). Shared by both solvers."""
+    """One damped Newton step per coordinate clipped to the elliptical trust region: (db, dw, predicted
+    decrease, clipped?, acceptable?). Shared by both solvers."""
     h0e, h2e = h0 + lam, h2 + lam * qx * qx
     det = h0e * h2e - h1 * h1
     db, dw = (h2e * g0 - h1 * g1) / det, (h0e * g1 - h1 * g0) / det

@@ -7,7 +7,7 @@ Every item of the seed's "Updated priorities" / "Next steps", and beyond:
     it needs only the values, and (b, w) per (latent, class);
   - fused statistics: the events are laid out once in tiles of T slots per latent (plan.py), and one
     kernel computes all six (b, w)-dependent sums of every tile (kernels.tile_sums; instead of seven
-    index_add_ over [events, classes] arrays); with `compile="inductor"` that kernel is one fused loop;
+    index_add_ over [events, classes] arrays); `compile="inductor"` compiles it and the LM update;
   - as many classes per pass as `memory_budget_mb` allows (all 151 at the seed's shapes with the GPU preset);
   - zero-gradient coordinates skip the LM tries (no fallback), converged ones are frozen, and the work
     list is compacted when freezing has halved it, so frozen coordinates cost nothing;
