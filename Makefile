@@ -42,6 +42,7 @@ run: setup
 	$(VENV)/bin/perflab run --out $(OUT)
 
 test: setup
+	$(VENV)/bin/ruff check src tests notebooks
 	$(PY) -m pytest -q tests
 	@if ls notebooks/*.ipynb >/dev/null 2>&1; then \
 	  echo "nbval over notebooks/"; \

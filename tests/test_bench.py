@@ -1,8 +1,7 @@
 import pytest
 import torch
 
-from perflab.bench import (compare, fmt, fmt_seconds, measure, measure_interleaved, memory_bandwidth, speedup,
-                           summary)
+from perflab.bench import compare, fmt, fmt_seconds, measure, measure_interleaved, memory_bandwidth, speedup, summary
 
 
 def test_measure_returns_a_measurement_with_spread_and_labels():

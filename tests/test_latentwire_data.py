@@ -5,8 +5,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from perflab.latentwire import (PretokenizedCache, QAExample, Tokenizer, collate, load_squad, make_examples,
-                                prompt_text, save_squad, tokenize_example)
+from perflab.latentwire import (
+    PretokenizedCache,
+    QAExample,
+    Tokenizer,
+    collate,
+    load_squad,
+    make_examples,
+    prompt_text,
+    save_squad,
+    tokenize_example,
+)
 from perflab.latentwire.batches import IGNORE, PAD_BYTE, IndexStream
 
 FIXTURE = Path(__file__).parent / "fixtures" / "latentwire" / "squad_tiny.json"

@@ -4,8 +4,16 @@ import random
 import pytest
 import torch
 
-from perflab.latentwire import ModelConfig, QAExample, build_model, collate, lm_forwards_per_step, tokenize_example
-from perflab.latentwire import losses, reference
+from perflab.latentwire import (
+    ModelConfig,
+    QAExample,
+    build_model,
+    collate,
+    lm_forwards_per_step,
+    losses,
+    reference,
+    tokenize_example,
+)
 from perflab.latentwire.data import CITIES, SYLLABLES
 
 TINY = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)

@@ -1,8 +1,8 @@
 """pyproject.toml and environment.yml must install the same packages at the same pins."""
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -61,3 +61,39 @@ def test_preset_must_be_a_mapping(tmp_path):
     (tmp_path / "bad.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(ParameterError, match="mapping"):
         load_preset(tmp_path / "bad.yaml")
+
+
+def test_values_from_the_command_line_are_typed_by_the_schema():
+    from perflab.params import parse_assignment
+
+    @dataclass
+    class P:
+        kg_dir: str = ""
+        compile: Literal["off", "default"] = "off"
+        sizes: list = None
+        lr: float = 1e-3
+
+    assert parse_assignment("kg_dir=2024", P) == ("kg_dir", "2024")        # a str field keeps the text
+    assert parse_assignment("compile=off", P) == ("compile", "off")
+    assert parse_assignment("sizes=16,64", P) == ("sizes", [16, 64])
+    assert parse_assignment("sizes=[16, 64]", P) == ("sizes", [16, 64])
+    assert parse_assignment("lr=1e-4", P) == ("lr", 1e-4)
+    assert parse_assignment("other=5", P) == ("other", 5)                  # unknown: typed like papermill, refused later
+    with pytest.raises(ParameterError, match="expected key=value"):
+        parse_assignment("lr", P)
+
+
+def test_every_study_schema_keeps_the_run_fields_and_their_rules():
+    import dataclasses
+
+    from perflab.params import RunParams
+    from perflab.studies import SCHEMAS, schema
+
+    run_fields = [f.name for f in dataclasses.fields(RunParams)]
+    for name in SCHEMAS:
+        s = schema(name)
+        assert issubclass(s, RunParams) and [f.name for f in dataclasses.fields(s)][:len(run_fields)] == run_fields
+        for bad, message in (({"threads": -1}, "threads must be >= 0"), ({"device": "gpu"}, "device must be"),
+                             ({"min_run_time": 2.0, "max_run_time": 1.0}, "min_run_time <= max_run_time")):
+            with pytest.raises(ParameterError, match=message):  # the study's check() calls RunParams.check()
+                validate(bad, s)

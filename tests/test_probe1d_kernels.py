@@ -5,8 +5,15 @@ import pytest
 import torch
 
 from perflab.probe1d.config import LM_TRIES
-from perflab.probe1d.kernels import (Z_CLAMP, lm_tries, log1p_unit, slot_terms, tile_sums, tile_sums_into,
-                                     trust_region_step)
+from perflab.probe1d.kernels import (
+    Z_CLAMP,
+    lm_tries,
+    log1p_unit,
+    slot_terms,
+    tile_sums,
+    tile_sums_into,
+    trust_region_step,
+)
 
 
 def _z(n=2000, seed=0):

@@ -4,6 +4,7 @@ import pytest
 from perflab.params import ParameterError, validate
 from perflab.probe1d.params import ProfileParams, SlabStatsParams
 
+
 def test_params_reject_bad_values():
     with pytest.raises(ParameterError, match="l0"):
         validate({"l0": 10_000}, ProfileParams)

@@ -2,12 +2,16 @@
 import pytest
 
 from perflab.params import ParameterError, validate
-from perflab.prover.config import EvalParams
+from perflab.prover.params import EvalParams
 
-def test_bad_values_are_refused():
-    with pytest.raises(ParameterError, match="mode must be one of"):
-        validate({"mode": "sideways"}, EvalParams)
-    with pytest.raises(ParameterError, match="compile must be one of"):
-        validate({"compile": "max-autotune"}, EvalParams)
-    with pytest.raises(ParameterError, match="batch must be >= 0"):
-        validate({"batch": -1}, EvalParams)
+
+@pytest.mark.parametrize("values, message", [
+    ({"mode": "sideways"}, "parameter 'mode' must be 'head' | 'tail' | 'both'"),
+    ({"compile": "max-autotune"}, "parameter 'compile' must be 'off' |"),
+    ({"batch": -1}, "batch must be >= 0"),
+    ({"batch_sizes": [0]}, "batch_sizes must list ints >= 1"),
+])
+def test_bad_values_are_refused(values, message):
+    with pytest.raises(ParameterError, match="bad EvalParams") as e:
+        validate(values, EvalParams)
+    assert message in str(e.value)

@@ -5,12 +5,14 @@ import sys
 import textwrap
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 
 from perflab.bench import measure
-from perflab.results import ResultsLog, open_run, read_rows
+from perflab.results import ResultsLog, read_rows
+from perflab.run import open_run
 
 
 @dataclass
@@ -113,3 +115,14 @@ def test_thread_count_is_stamped_when_the_row_is_written(tmp_path):
     finally:
         torch.set_num_threads(n)
     assert [r["env"]["torch_threads"] for r in log.rows()] == [1, 2]
+
+
+def test_user_paths_resolve_from_where_the_command_ran(tmp_path, monkeypatch):
+    from perflab.paths import user_path
+
+    monkeypatch.setenv("PERFLAB_CWD", str(tmp_path))
+    assert user_path("data/kg") == tmp_path / "data" / "kg"
+    assert user_path("/abs/kg") == Path("/abs/kg")
+    monkeypatch.delenv("PERFLAB_CWD")
+    monkeypatch.chdir(tmp_path)
+    assert user_path("kg") == tmp_path / "kg"

@@ -28,8 +28,8 @@ def test_list_shows_parameters_with_types_and_help(nb_dir, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["run", "nope"], "'nope' is not a notebook"),
     (["run", "tiny", "-p", "bogus=1"], "unknown parameter 'bogus'"),
-    (["run", "tiny", "-p", "n=many"], "parameter 'n' is int, got str 'many'"),
-    (["run", "tiny", "-p", "novalue"], "-p expects key=value"),
+    (["run", "tiny", "-p", "n=many"], "parameter 'n' must be int, got str 'many'"),
+    (["run", "tiny", "-p", "novalue"], "expected key=value"),
     (["run", "tiny", "--params", "h100"], "unknown preset 'h100'"),
 ])
 def test_bad_requests_are_refused_before_anything_runs(nb_dir, tmp_path, capsys, argv, message):

@@ -69,7 +69,7 @@ def test_unknown_or_clashing_parameters_are_refused_before_submitting(nb_dir, tm
     assert main(["sweep", "tiny", "--grid", "btach=1,2", "--out", str(out), "--notebooks", str(nb_dir)]) == 2
     assert "unknown parameter 'btach'" in capsys.readouterr().err
     assert main(["sweep", "tiny", "--grid", "n=1,x", "--out", str(out), "--notebooks", str(nb_dir)]) == 2
-    assert "parameter 'n' is int, got str 'x'" in capsys.readouterr().err
+    assert "parameter 'n' must be int, got str 'x'" in capsys.readouterr().err
     assert main(["sweep", "tiny", "--grid", "n=1,2", "-p", "n=3", "--out", str(out), "--notebooks", str(nb_dir)]) == 2
     assert "both swept" in capsys.readouterr().err
     assert not (out / "submitit").exists()  # nothing was submitted

@@ -5,8 +5,16 @@ import pytest
 import torch
 
 from perflab.params import ParameterError
-from perflab.vae import (ComplexLinear, ModelConfig, build_model, count_parameters, kl_standard_normal,
-                         make_batches, mixture_nll, stream)
+from perflab.vae import (
+    ComplexLinear,
+    ModelConfig,
+    build_model,
+    count_parameters,
+    kl_standard_normal,
+    make_batches,
+    mixture_nll,
+    stream,
+)
 from perflab.vae.data import bit_pool, integer_pool, is_probable_prime, to_bits
 from perflab.vae.reference import complex_linear_reference, kl_reference, mixture_nll_reference
 

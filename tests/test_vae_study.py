@@ -3,8 +3,17 @@ import pytest
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
 from perflab.vae import ModelConfig, build_model, count_parameters, single_changes
-from perflab.vae.study import (SEED_TABLE, fit_fixed_and_per_sample, per_step, range_verdict, saving,
-                               saving_verdict, seed_claims, seed_table, step_floor)
+from perflab.vae.study import (
+    SEED_TABLE,
+    fit_fixed_and_per_sample,
+    per_step,
+    range_verdict,
+    saving,
+    saving_verdict,
+    seed_claims,
+    seed_table,
+    step_floor,
+)
 
 
 def _m(times, name="x"):

@@ -8,9 +8,20 @@ import torch
 
 from perflab.params import ParameterError
 from perflab.syncs import assert_no_host_syncs, count_host_syncs
+from perflab.vae import (
+    BadLabelsError,
+    ModelConfig,
+    StepConfig,
+    TrainConfig,
+    build_model,
+    make_batches,
+    make_optimizer,
+    single_changes,
+    step_config,
+    train_epoch,
+    train_step,
+)
 from perflab.vae.study import torch_threads
-from perflab.vae import (BadLabelsError, ModelConfig, StepConfig, TrainConfig, build_model, make_batches,
-                         make_optimizer, single_changes, step_config, train_epoch, train_step)
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)   # counts and equalities do not depend on widths
 # warm-ups of a few steps so beta and lambda are non-zero within a short test

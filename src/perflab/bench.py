@@ -16,7 +16,7 @@ how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-c
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch

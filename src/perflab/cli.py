@@ -13,6 +13,7 @@ notebook is reported with its cell and error, the others still run, and the exit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from . import notebooks as nbs
 from . import report as report_mod
 from .params import ParameterError
 from .paths import repo_root
+from .studies import SCHEMAS
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -81,16 +83,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args) -> int:
+    """Each notebook's parameters as its schema types them (choices spelled out), with the cell's help;
+    the defaults go through the same `validate` as a run, so a notebook whose defaults it refuses says so."""
+    import typing
+
+    from .params import ParameterError, default_of, type_name, validate
+    from .studies import schema_for
+
     found = nbs.discover(args.notebooks)
     if not found:
         print("no notebooks yet in", args.notebooks or repo_root() / "notebooks")
         return 0
+    bad = 0
     for name in nbs.resolve(args.names, found):
-        print(name)
-        for key, info in nbs.inspect(found[name]).items():
-            help_ = f"  # {info['help']}" if info.get("help") else ""
-            print(f"    {key}: {info.get('inferred_type_name') or '?'} = {info.get('default')}{help_}")
-    return 0
+        schema = schema_for(name, found[name])
+        hints, cell = typing.get_type_hints(schema), nbs.inspect(found[name])
+        print(f"{name}  ({schema.__module__}.{schema.__qualname__})" if name in SCHEMAS else name)
+        for f in dataclasses.fields(schema):
+            help_ = (cell.get(f.name) or {}).get("help")
+            print(f"    {f.name}: {type_name(hints[f.name])} = {default_of(f)!r}" + (f"  # {help_}" if help_ else ""))
+        try:
+            validate({}, schema)
+        except ParameterError as e:
+            print(f"    DEFAULTS REFUSED: {e}")
+            bad += 1
+    return 1 if bad else 0
 
 
 def _out(args) -> Path:
@@ -101,8 +118,7 @@ def cmd_run(args) -> int:
     if not nbs.discover(args.notebooks):
         print(f"no notebooks yet in {args.notebooks or repo_root() / 'notebooks'}: nothing to run")
         return 0
-    overrides = dict(nbs.parse_assignment(a) for a in args.assign)
-    jobs = nbs.plan(args.names, preset=args.preset, overrides=overrides, nb_dir=args.notebooks,
+    jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                     p_dir=args.params_dir)
     out = _out(args)
     print(f"perflab run: {len(jobs)} notebook(s) -> {out}")
@@ -154,7 +170,7 @@ def cmd_sweep(args) -> int:
     from . import sweep as sw
 
     res = sw.sweep(args.name, args.grid, out=args.out, executor=args.executor, preset=args.preset,
-                   overrides=dict(nbs.parse_assignment(a) for a in args.assign), max_parallel=args.max_parallel,
+                   overrides=args.assign, max_parallel=args.max_parallel,
                    timeout_min=args.timeout_min, slurm_partition=args.slurm_partition,
                    gpus_per_node=args.gpus_per_node, cpus_per_task=args.cpus_per_task, nb_dir=args.notebooks,
                    p_dir=args.params_dir, progress=not args.no_progress)

@@ -37,7 +37,7 @@ class CompileCounter:
         elif trig == CallbackTrigger.CUDAGRAPH_RECORDING:
             self.cudagraph_recordings += 1
 
-    def __enter__(self) -> "CompileCounter":
+    def __enter__(self) -> CompileCounter:
         self._graphs0 = counters["stats"]["unique_graphs"]
         callback_handler.register_start_callback(self._on_start)
         return self
@@ -67,3 +67,12 @@ def count_compiles() -> CompileCounter:
 def reset() -> None:
     """Forget every compiled graph (torch._dynamo.reset), so the next call compiles from scratch."""
     torch._dynamo.reset()
+
+
+def compile_kwargs(compile: str, backend: str = "inductor") -> dict | None:
+    """`torch.compile` keywords for a study's `compile` (the mode; "off": None, run eager) and `backend`
+    parameters (see `perflab.params.CompileMode`). Call sites stay explicit:
+    `torch.compile(step, fullgraph=True, **kw)`. Only inductor takes a mode (the others ignore it, noisily)."""
+    if compile == "off":
+        return None
+    return {"backend": backend, "mode": compile} if backend == "inductor" else {"backend": backend}

@@ -71,7 +71,7 @@ class PeakMemory:
     def delta_bytes(self) -> int:
         return max(0, self.peak_bytes - self.start_bytes)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         if self.device.type == "cuda":
             self.method = "cuda_allocator"
             torch.cuda.synchronize(self.device)

@@ -13,10 +13,9 @@ from typing import Any
 
 import nbformat
 
-from .params import ParameterError, load_preset
+from .params import ParameterError, load_preset, parse_assignment, validate
 from .paths import notebooks_dir, params_dir
-
-_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+from .studies import schema_for
 
 
 class NotebookError(ValueError):
@@ -75,9 +74,11 @@ def inspect(path: Path) -> dict[str, dict]:
 
 def schema_mismatches(path: Path, schema) -> list[str]:
     """How a notebook's parameters cell disagrees with its dataclass: names (and order), annotated types,
-    default values, and help comments (present, papermill-safe). [] when they agree."""
+    default values, and help comments (present, and naming every choice of a Literal). [] when they agree."""
     import ast
     import typing
+
+    from .params import cell_type_name, default_of
 
     declared = inspect(path)
     fields = {f.name: f for f in dataclasses.fields(schema)}
@@ -86,9 +87,8 @@ def schema_mismatches(path: Path, schema) -> list[str]:
     hints = typing.get_type_hints(schema)
     problems = []
     for key, info in declared.items():
-        f = fields[key]
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        tname = getattr(hints[key], "__name__", str(hints[key]))
+        default = default_of(fields[key])
+        tname = cell_type_name(hints[key])
         if info["inferred_type_name"] != tname:
             problems.append(f"{key}: cell says {info['inferred_type_name']}, {schema.__name__} says {tname}")
         try:
@@ -97,29 +97,14 @@ def schema_mismatches(path: Path, schema) -> list[str]:
             cell_default = info["default"]
         if cell_default != default:
             problems.append(f"{key}: cell default {info['default']}, {schema.__name__} default {default!r}")
-        if not info.get("help"):
+        help_ = info.get("help") or ""
+        if not help_:
             problems.append(f"{key}: no help comment")
+        elif typing.get_origin(hints[key]) is typing.Literal:
+            missing = [c for c in typing.get_args(hints[key]) if str(c) not in help_]
+            if missing:
+                problems.append(f"{key}: help comment does not name the choice(s) {missing}")
     return problems
-
-
-def parse_assignment(text: str) -> tuple[str, Any]:
-    """'batch=512' -> ('batch', 512), typed the way papermill's `-p` types values."""
-    if "=" not in text:
-        raise NotebookError(f"-p expects key=value, got {text!r}")
-    key, raw = text.split("=", 1)
-    key = key.strip()
-    if not key.isidentifier():
-        raise NotebookError(f"-p {text!r}: {key!r} is not a parameter name")
-    if raw in ("True", "False"):
-        return key, raw == "True"
-    if raw == "None":
-        return key, None
-    for cast in (int, float):
-        try:
-            return key, cast(raw)
-        except ValueError:
-            pass
-    return key, raw
 
 
 def preset_file(preset: str, name: str, p_dir: Path | None = None) -> Path | None:
@@ -134,42 +119,35 @@ def preset_file(preset: str, name: str, p_dir: Path | None = None) -> Path | Non
     return f if f.is_file() else None
 
 
-def check_parameters(name: str, path: Path, params: dict[str, Any]) -> None:
-    """Refuse names the notebook does not declare and values whose type does not match its annotation."""
-    declared = inspect(path)
-    errors = []
-    for key, value in params.items():
-        if key not in declared:
-            close = difflib.get_close_matches(key, list(declared), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            errors.append(f"{name}: unknown parameter {key!r}{hint}; it takes: {', '.join(declared) or 'none'}")
-            continue
-        tname = (declared[key].get("inferred_type_name") or "").strip()
-        ok_types = _TYPES.get(tname)
-        if ok_types and not (isinstance(value, ok_types) and (tname == "bool" or not isinstance(value, bool))):
-            errors.append(f"{name}: parameter {key!r} is {tname}, got {type(value).__name__} {value!r}")
-    if errors:
-        raise ParameterError("\n".join(errors))
+def collect(name: str, path: Path, *, preset: str | None = None,
+            overrides: dict[str, Any] | list[str] | None = None, p_dir: Path | None = None) -> dict[str, Any]:
+    """A notebook's parameters from a preset file, then overrides (a dict, or `-p` texts such as
+    'batch=512' typed by the notebook's schema). Not yet validated: see `plan`."""
+    if isinstance(overrides, list):
+        schema = schema_for(name, path)
+        overrides = dict(parse_assignment(a, schema) for a in overrides)
+    params: dict[str, Any] = {}
+    if preset:
+        f = preset_file(preset, name, p_dir)
+        if f is not None:
+            params.update(load_preset(f))
+    params.update(overrides or {})
+    return params
 
 
-def plan(names: list[str], *, preset: str | None = None, overrides: dict[str, Any] | None = None,
+def plan(names: list[str], *, preset: str | None = None, overrides: dict[str, Any] | list[str] | None = None,
          nb_dir: Path | None = None, p_dir: Path | None = None) -> list[tuple[str, Path, dict]]:
-    """Resolve notebooks and their parameters (preset file, then overrides), checking everything
-    before anything runs. Returns [(name, path, params)]."""
+    """Resolve notebooks and their parameters (`collect`), checking every notebook's with its own schema
+    (`perflab.params.validate`, what its first cell calls) before anything runs. Returns [(name, path, params)]."""
     available = discover(nb_dir)
-    chosen = resolve(names, available)
     jobs, errors = [], []
-    for name in chosen:
-        params: dict[str, Any] = {}
-        if preset:
-            f = preset_file(preset, name, p_dir)
-            if f is not None:
-                params.update(load_preset(f))
-        params.update(overrides or {})
+    for name in resolve(names, available):
         try:
-            check_parameters(name, available[name], params)
+            params = collect(name, available[name], preset=preset, overrides=overrides, p_dir=p_dir)
+            validate(params, schema_for(name, available[name]))
         except ParameterError as e:
-            errors.append(str(e))
+            errors.append(f"{name}: {e}")
+            continue
         jobs.append((name, available[name], params))
     if errors:
         raise ParameterError("\n".join(errors))

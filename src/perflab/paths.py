@@ -47,3 +47,13 @@ def run_dir(out_dir: str | os.PathLike = "", study: str | None = None) -> Path:
     d = base / study if study else base
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def user_path(path: str | os.PathLike) -> Path:
+    """A path a user gave as a parameter (a data folder, a file), resolved from where they ran the command:
+    $PERFLAB_CWD (set by `perflab run` and `perflab sweep`, whose kernels run in the notebooks' folder), else
+    the current directory. Absolute paths and `~` are kept as given."""
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p
+    return (Path(os.environ.get("PERFLAB_CWD") or Path.cwd()) / p).resolve()

@@ -13,8 +13,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pyinstrument
 
@@ -27,13 +27,14 @@ def _pretty(function: str) -> str:
 @dataclasses.dataclass
 class Profile:
     seconds: float        # wall time of the profiled call
-    table: "object"       # pandas DataFrame: function, file, seconds, share, self_seconds
+    table: object       # pandas DataFrame: function, file, seconds, share, self_seconds
     html_path: Path | None
     text_path: Path | None
     result: object        # what the callable returned
 
     def share(self, name: str) -> float:
-        """Summed share of the functions whose name contains `name` (0.0 when absent)."""
+        """The largest inclusive share among the functions whose name contains `name` (0.0 when absent).
+        Not a sum: inclusive shares of a function and of its callees that also match would count twice."""
         t = self.table
         hit = t[t["function"].str.contains(name, regex=False)]
         return float(hit["share"].max()) if len(hit) else 0.0

@@ -25,7 +25,7 @@ def _md_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def _by_study(rows: list[dict]) -> "OrderedDict[str, list[dict]]":
+def _by_study(rows: list[dict]) -> OrderedDict[str, list[dict]]:
     out: OrderedDict[str, list[dict]] = OrderedDict()
     for r in sorted(rows, key=lambda r: r.get("study") or ""):
         out.setdefault(r.get("study") or "(no study)", []).append(r)

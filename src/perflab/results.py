@@ -9,8 +9,8 @@
     log.table()   # a pandas DataFrame of every row
 
 Every row carries the study, its kind, a `run_id` (one per ResultsLog, i.e. per execution of a study),
-the parameters of the run and the environment fingerprint (torch, CUDA, device, host, git commit, time). Rows are written with one `write` on a file opened
-for appending and fsync'd, so a crash can at worst leave one partial last line: readers skip it
+the parameters of the run and the environment fingerprint (torch, CUDA, device, host, git commit, time). Rows are
+written with one `write` on a file opened for appending and fsync'd, so a crash can at worst leave one partial last line: readers skip it
 (and count it in `.skipped`), and the next append starts on a fresh line. Earlier rows are never lost.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 import torch
 
 from .env import fingerprint
+from .verdicts import VERDICTS
 
 KINDS = ("measurement", "value", "check", "claim", "run", "note")
-VERDICTS = ("holds", "does not hold", "partly holds", "fixed", "not tested here")
 
 
 def _jsonable(v: Any) -> Any:
@@ -149,29 +149,3 @@ def to_table(rows: list[dict]):
     import pandas as pd
 
     return pd.json_normalize(rows, max_level=1) if rows else pd.DataFrame()
-
-
-@dataclasses.dataclass
-class Run:
-    """What a notebook writes into: its folder, its results log, and where its plots go."""
-    study: str
-    dir: Path      # <out>/<study>/ : plots, profiles, saved weights
-    log: ResultsLog  # <out>/results.jsonl, shared by the studies of one run
-
-    def savefig(self, fig, name: str, **kw) -> Path:
-        """Save a matplotlib figure as <out>/<study>/<name>.png and return the path."""
-        path = self.dir / f"{name}.png"
-        fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
-        return path
-
-
-def open_run(study: str, params: Any = None, *, out_dir: str = "", device: Any = None) -> Run:
-    """Create (or reuse) the run folder and open its results log, stamped with `params` and the
-    environment of `device` (default: `params.device` when the parameters name one, else "auto")."""
-    from .paths import run_dir
-
-    if device is None:
-        device = getattr(params, "device", None) if not isinstance(params, dict) else params.get("device")
-    out = run_dir(out_dir or getattr(params, "out_dir", "") or "")
-    log = ResultsLog(out / "results.jsonl", study=study, params=params, device=device)
-    return Run(study=study, dir=run_dir(out, study), log=log)

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from . import notebooks as nbs
-from .params import ParameterError
+from .params import ParameterError, parse_assignment, validate
 from .results import read_rows
+from .studies import schema_for
 
 
 class SweepError(ValueError):
@@ -42,8 +43,9 @@ class Point:
         return self.dir.name
 
 
-def parse_grid(specs: list[str]) -> dict[str, list]:
-    """['batch=128,256', 'mode=head'] -> {'batch': [128, 256], 'mode': ['head']} (values typed like -p)."""
+def parse_grid(specs: list[str], schema=None) -> dict[str, list]:
+    """['batch=128,256', 'mode=head'] -> {'batch': [128, 256], 'mode': ['head']}: each value typed as
+    `-p` types it (by the schema's field type when `schema` is given)."""
     grid: dict[str, list] = {}
     for spec in specs:
         if "=" not in spec:
@@ -57,7 +59,7 @@ def parse_grid(specs: list[str]) -> dict[str, list]:
         items = raw.split(",")
         if not raw or any(not i.strip() for i in items):
             raise SweepError(f"--grid {spec!r}: empty value (write key=v1,v2 with no empty item)")
-        values = [nbs.parse_assignment(f"{key}={i.strip()}")[1] for i in items]
+        values = [parse_assignment(f"{key}={i.strip()}", schema)[1] for i in items]
         if len({json.dumps(v) for v in values}) != len(values):
             raise SweepError(f"--grid {spec!r}: a value is repeated")
         grid[key] = values
@@ -153,7 +155,7 @@ def merge(out: Path, pts: list[Point]) -> Path:
 
 
 def sweep(notebook: str, grid_specs: list[str], *, out: Path, executor: str = "local",
-          preset: str | None = None, overrides: dict | None = None, max_parallel: int = 1,
+          preset: str | None = None, overrides: dict | list[str] | None = None, max_parallel: int = 1,
           timeout_min: int = 60, slurm_partition: str | None = None, gpus_per_node: int | None = None,
           cpus_per_task: int | None = None, nb_dir: Path | None = None, p_dir: Path | None = None,
           progress: bool = True) -> SweepResult:
@@ -162,22 +164,23 @@ def sweep(notebook: str, grid_specs: list[str], *, out: Path, executor: str = "l
 
     if max_parallel < 1:
         raise SweepError("--max-parallel must be >= 1")
-    grid = parse_grid(grid_specs)
     available = nbs.discover(nb_dir)
     [name] = nbs.resolve([notebook], available)
     path = available[name]
-    fixed = dict(nbs.plan([name], preset=preset, overrides=overrides, nb_dir=nb_dir, p_dir=p_dir)[0][2])
+    schema = schema_for(name, path)
+    grid = parse_grid(grid_specs, schema)
+    fixed = nbs.collect(name, path, preset=preset, overrides=overrides, p_dir=p_dir)
     overlap = set(fixed) & set(grid)
     if overlap:
         raise SweepError(f"{', '.join(sorted(overlap))} is both swept (--grid) and fixed (-p/--params)")
     out = Path(out).resolve()
     pts = points(grid, out)
     errors = []
-    for p in pts:  # every point's parameters checked before anything is submitted
+    for p in pts:  # every point checked by the notebook's own validate before anything is submitted
         try:
-            nbs.check_parameters(name, path, {**fixed, **p.params})
+            validate({**fixed, **p.params}, schema)
         except ParameterError as e:
-            errors.append(str(e))
+            errors.append(f"{name}: {e}")
     if errors:
         raise ParameterError("\n".join(sorted(set(errors))))
     ex = make_executor(executor, out / "submitit", name=f"perflab-{name}", timeout_min=timeout_min,

@@ -88,7 +88,7 @@ def _classify(func, args, kwargs) -> str | None:
     return None
 
 
-_ACTIVE: list["HostSyncCounter"] = []
+_ACTIVE: list[HostSyncCounter] = []
 
 
 def note_sync(name: str) -> None:
@@ -99,7 +99,7 @@ def note_sync(name: str) -> None:
 
 
 class _SyncMode(TorchFunctionMode):
-    def __init__(self, counter: "HostSyncCounter"):
+    def __init__(self, counter: HostSyncCounter):
         super().__init__()
         self.counter = counter
 
@@ -127,7 +127,7 @@ class HostSyncCounter:
     def total(self) -> int:
         return sum(self.by_op.values())
 
-    def __enter__(self) -> "HostSyncCounter":
+    def __enter__(self) -> HostSyncCounter:
         self._patch_cuda_synchronize()
         if self.cuda_debug:
             self._warn_ctx = warnings.catch_warnings(record=True)

@@ -4,9 +4,10 @@ into a frozen decoder LM's embedding space, and the LM is trained through to pro
 `train(..., impl="optimized", **toggles)`; `impl="baseline"` is the report's starting point.
 """
 from .batches import Batch, PretokenizedCache, collate, tokenize_example
-from .config import LatentWireParams, ModelConfig, Toggles
+from .config import ModelConfig, Toggles
 from .data import QAExample, load_squad, make_examples, prompt_text, save_squad
 from .model import LatentWire, LossParts, build_model, lm_forwards_per_step
+from .params import LatentWireParams
 from .tokenizer import Tokenizer
 from .training import TrainResult, evaluate, make_trainer, train
 

@@ -17,8 +17,9 @@ from ..bench import Measurement, measure, measure_interleaved
 from ..env import synchronize
 from ..memory import peak_memory
 from .activations import saved_activations
-from .config import LatentWireParams, Toggles
+from .config import Toggles
 from .model import build_model
+from .params import LatentWireParams
 from .training import make_trainer
 
 

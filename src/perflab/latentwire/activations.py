@@ -22,7 +22,7 @@ from torch import nn
 class _Held:
     __slots__ = ("owner", "key", "tensor")
 
-    def __init__(self, owner: "SavedActivations", key: int, tensor: torch.Tensor):
+    def __init__(self, owner: SavedActivations, key: int, tensor: torch.Tensor):
         self.owner, self.key, self.tensor = owner, key, tensor
 
     def __del__(self):
@@ -67,7 +67,7 @@ class SavedActivations:
             self.live_bytes -= entry[1]
             del self._live[key]
 
-    def __enter__(self) -> "SavedActivations":
+    def __enter__(self) -> SavedActivations:
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
         return self

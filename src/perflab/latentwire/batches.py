@@ -59,12 +59,12 @@ class Batch:
     def tensors(self) -> dict[str, torch.Tensor]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def to(self, device, non_blocking: bool = False) -> "Batch":
+    def to(self, device, non_blocking: bool = False) -> Batch:
         """Every tensor moved (index stays on the host: it is bookkeeping)."""
         return Batch(**{k: v if k == "index" else v.to(device, non_blocking=non_blocking)
                         for k, v in self.tensors().items()})
 
-    def pin_memory(self) -> "Batch":
+    def pin_memory(self) -> Batch:
         """Page-locked copies (DataLoader(pin_memory=True) calls this), so .to(cuda, non_blocking=True)
         is a real asynchronous DMA instead of a staged copy."""
         return Batch(**{k: v.pin_memory() for k, v in self.tensors().items()})
@@ -115,7 +115,7 @@ class PretokenizedCache:
         self.pin = pin
 
     @classmethod
-    def for_model(cls, examples, tok: Tokenizer, cfg, *, pin: bool = False) -> "PretokenizedCache":
+    def for_model(cls, examples, tok: Tokenizer, cfg, *, pin: bool = False) -> PretokenizedCache:
         """The cache for a ModelConfig's limits and K."""
         return cls(examples, tok, max_bytes=cfg.max_bytes, max_answer_tokens=cfg.max_answer_tokens,
                    k_tokens=cfg.k_tokens, pin=pin)

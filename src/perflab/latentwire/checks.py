@@ -9,8 +9,9 @@ import torch
 from ..syncs import count_host_syncs
 from . import losses, reference
 from .batches import PretokenizedCache, batch_on_the_fly
-from .config import LatentWireParams, Toggles
+from .config import Toggles
 from .model import build_model
+from .params import LatentWireParams
 from .tokenizer import Tokenizer
 from .training import make_trainer
 

@@ -13,7 +13,6 @@ it read to <out>/rank<r>.pt, so a test can check the replicas stayed identical.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import os
 import time
@@ -23,7 +22,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from .config import ModelConfig
+from ..params import parse_assignment, validate
+from .config import ModelConfig, Toggles
 from .data import make_examples
 from .model import build_model
 from .training import make_trainer
@@ -48,17 +48,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def parse_assignment(text: str) -> tuple[str, object]:
-    """'amp=True' -> ('amp', True); 'compile=inductor' -> ('compile', 'inductor')."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip().isidentifier():
-        raise SystemExit(f"expected NAME=VALUE, got {text!r}")
-    try:
-        return key.strip(), ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return key.strip(), raw
-
-
 def _device(spec: str, local_rank: int) -> torch.device:
     if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
@@ -76,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
-        cfg = ModelConfig(**dict(parse_assignment(a) for a in args.model))
-        toggles = dict(parse_assignment(a) for a in args.toggle)
+        cfg = validate(dict(parse_assignment(a, ModelConfig) for a in args.model), ModelConfig)
+        toggles = dict(parse_assignment(a, Toggles) for a in args.toggle)
         if args.batch_size is not None:
             toggles["batch_size"] = args.batch_size
         if args.impl == "baseline":

@@ -12,10 +12,11 @@ from torch.utils.flop_counter import FlopCounterMode
 from ..bench import Measurement, measure, speedup, speedup_range
 from ..env import synchronize
 from .batches import PretokenizedCache, batch_on_the_fly
-from .config import LatentWireParams, Toggles
+from .config import Toggles
 from .gpt import CausalSelfAttention
 from .model import LatentWire, build_model
 from .optimized import make_loader
+from .params import LatentWireParams
 from .tokenizer import Tokenizer
 from .training import evaluate, make_trainer
 

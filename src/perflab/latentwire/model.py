@@ -69,10 +69,10 @@ class LatentPooler(nn.Module):
         self.impl = "manual"
 
     def forward(self, h: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        b, l, d = h.shape
+        b, n, d = h.shape
         m, nh, hd = self.queries.shape[0], self.n_head, d // self.n_head
         q = self.q(self.ln_q(self.queries)).view(m, nh, hd).transpose(0, 1).expand(b, nh, m, hd)  # [B, H, M, hd]
-        k, v = self.kv(self.ln_kv(h)).view(b, l, 2, nh, hd).permute(2, 0, 3, 1, 4)               # 2 x [B, H, L, hd]
+        k, v = self.kv(self.ln_kv(h)).view(b, n, 2, nh, hd).permute(2, 0, 3, 1, 4)               # 2 x [B, H, L, hd]
         keep = ~pad[:, None, None, :]                                                            # [B, 1, 1, L]
         if self.impl == "sdpa":
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
@@ -112,7 +112,7 @@ class LatentWire(nn.Module):
         self.lm = lm
         self.tokenizer = tokenizer
 
-    def train(self, mode: bool = True) -> "LatentWire":
+    def train(self, mode: bool = True) -> LatentWire:
         super().train(mode)
         self.lm.eval()  # frozen: never in training mode (no dropout)
         return self

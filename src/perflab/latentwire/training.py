@@ -13,8 +13,8 @@ import dataclasses
 
 import torch
 
-from .baseline import BaselineTrainer
 from . import losses
+from .baseline import BaselineTrainer
 from .batches import PretokenizedCache
 from .common import HISTORY_COLUMNS, unwrap
 from .config import Toggles

@@ -15,13 +15,24 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
 
-from .config import (DTYPES, LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD,
-                     RHO_GOOD, ProbeConfig)
+from .config import (
+    DTYPES,
+    LAM0,
+    LAM_MAX,
+    LAM_MIN,
+    LM_TRIES,
+    P_CLAMP,
+    PRED_FLOOR,
+    QX_MIN,
+    RHO_BAD,
+    RHO_GOOD,
+    ProbeConfig,
+)
 from .kernels import trust_region_step
 
 log = logging.getLogger("perflab.probe1d")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

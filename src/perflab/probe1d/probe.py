@@ -10,7 +10,7 @@ and qx scaling, implicit zeros in closed form) and take the same arguments, so a
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -46,7 +46,7 @@ class Sparse1DProbe:
         cls = BaselineSolver if impl == "baseline" else OptimizedSolver
         self.solver = cls(self.config, self.device, iteration_hook)
 
-    def fit(self, x, y) -> "Sparse1DProbe":
+    def fit(self, x, y) -> Sparse1DProbe:
         x, y = check_inputs(x, y)
         out = self.solver.fit(x, y)
         self.coef_, self.intercept_, self.n_iter_ = out["coef"], out["intercept"], out["n_iter"]

@@ -11,8 +11,7 @@ import numpy as np
 import torch
 from scipy.special import expit
 
-from .config import (LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD, RHO_GOOD,
-                     TRUST_RADIUS)
+from .config import LAM0, LAM_MAX, LAM_MIN, LM_TRIES, P_CLAMP, PRED_FLOOR, QX_MIN, RHO_BAD, RHO_GOOD, TRUST_RADIUS
 from .data import as_csr, check_inputs
 
 __all__ = ["Reference1DProbe"]
@@ -79,7 +78,7 @@ class Reference1DProbe:
         self.fallbacks_ += int((~done).sum())               # the fallback: a zero step
         return db, dw, pred, clipped, np.clip(lam, LAM_MIN, LAM_MAX)
 
-    def fit(self, x, y) -> "Reference1DProbe":
+    def fit(self, x, y) -> Reference1DProbe:
         X, Y = self._dense(x, y)
         n = X.shape[0]
         nnz = (X != 0).sum(0)
@@ -92,7 +91,7 @@ class Reference1DProbe:
         lam = np.full_like(b, LAM0)
         self.fallbacks_ = 0
         prev = None
-        for it in range(self.max_iter):
+        for it in range(self.max_iter):  # noqa: B007 (it + 1 iterations ran, read after the loop)
             g0, g1, h0, h1, h2, loss = self._stats(X, Y, b, w)
             if prev is not None:                             # lagged rho: last step's actual / predicted decrease
                 prev_loss, prev_pred, prev_clip = prev

@@ -31,7 +31,7 @@ SEED_BREAKDOWN = (
 SEED_JOB = dict(nnz=2.25e9, n_classes=151, max_iter=100, slab=8, seconds_per_slab_iter=35.0, hours=18.0)
 
 
-def breakdown(profiles: dict) -> "object":
+def breakdown(profiles: dict) -> object:
     """The seed's frames, its shares, and ours for each named profile ({label: Profile})."""
     import pandas as pd
 

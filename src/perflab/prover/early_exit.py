@@ -8,8 +8,8 @@ import torch
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
 from ..bench import measure
-from ..env import synchronize
 from ..compiles import count_compiles, reset
+from ..env import synchronize
 from .data import ladder_kg, ladder_queries, seed_like_lengths
 from .engine import UnificationEngine
 from .rollout import STRATEGIES, RolloutResult, rollout

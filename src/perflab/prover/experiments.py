@@ -17,7 +17,6 @@ from .reference import Limits, ReferenceProver, prove_exhaustive, to_tuples
 from .rollout import rollout_full
 from .step import GreedyStep
 
-
 # ---- correctness ------------------------------------------------------------------------------
 
 def engine_vs_reference(kg, engine, n_states: int = 400, n_random_kgs: int = 10, seed: int = 0) -> dict:
@@ -114,7 +113,7 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, min_
             first = time.perf_counter() - t0
             with peak_memory(step.engine.device) as mem:
                 rollout_full(step, chunk)
-            m = measure(lambda: rollout_full(step, chunk), label="rollout of one chunk", sub_label=f"B={b}",
+            m = measure(lambda chunk=chunk: rollout_full(step, chunk), label="rollout of one chunk", sub_label=f"B={b}",
                         description=step.mode, min_run_time=min_run_time, max_run_time=max_run_time,
                         warmup=0, device=step.engine.device)
         out.append(SweepPoint(b, m, res.steps_executed, first, mem.delta_bytes, mem.method))

@@ -102,7 +102,7 @@ class KnowledgeGraph:
     # ---- building ------------------------------------------------------------------------
     @classmethod
     def from_text(cls, facts: str, rules: str = "", queries: dict[str, str] | None = None,
-                  names: dict[str, str] | None = None, true_facts: str = "") -> "KnowledgeGraph":
+                  names: dict[str, str] | None = None, true_facts: str = "") -> KnowledgeGraph:
         """Build from the text of the files (see module doc). `names` maps a part to the file name
         used in error messages."""
         names = {"facts": "facts.txt", "rules": "rules.txt", "true": "true_facts", **(names or {})}
@@ -135,7 +135,7 @@ class KnowledgeGraph:
         return cls(predicates=preds, constants=consts, facts=facts_t, rules=rules_t, queries=q, true_facts=tf)
 
     @classmethod
-    def load(cls, directory: str | Path) -> "KnowledgeGraph":
+    def load(cls, directory: str | Path) -> KnowledgeGraph:
         """Read facts.txt (or train.txt), rules.txt and whichever query files exist (see module doc)."""
         d = Path(directory)
         if not d.is_dir():

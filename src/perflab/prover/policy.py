@@ -1,8 +1,8 @@
 """The policy that picks one successor per step, and a short policy-gradient trainer.
 
 Atoms are embedded TransE-style (predicate + first argument - second argument; every variable shares
-one embedding), a state is the mean of its atoms (one `embedding_bag` with weights +1/n, +1/n, -1/n), an MLP turns the current state into a query vector,
-and each successor's score is its dot product with it (scaled by 1/sqrt(E)), masked beyond `counts`.
+one embedding), a state is the mean of its atoms (one `embedding_bag` with weights +1/n, +1/n, -1/n), an MLP turns the
+current state into a query vector, and each successor's score is its dot product with it (scaled by 1/sqrt(E)), masked beyond `counts`.
 Evaluation is greedy (argmax); training samples.
 """
 from __future__ import annotations

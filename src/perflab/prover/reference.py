@@ -27,7 +27,7 @@ class Limits:
     end_action: bool = True
 
     @classmethod
-    def of(cls, engine) -> "Limits":
+    def of(cls, engine) -> Limits:
         return cls(engine.A, engine.S, engine.K, engine.end_action)
 
 
@@ -123,7 +123,7 @@ class ReferenceProver:
         for depth in range(1, max_depth + 1):
             nxt = set()
             for state, nv in frontier:
-                for s, v in self.successors(state, nv):
+                for s, _ in self.successors(state, nv):
                     if s[0][0] == TRUE:
                         return depth
                     if s[0][0] < FIRST_PRED:

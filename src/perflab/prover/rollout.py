@@ -70,7 +70,7 @@ def rollout_full(step: GreedyStep, queries: torch.Tensor, n_real: int | None = N
     pad = torch.arange(B, device=queries.device) >= n_real
     wasted = torch.zeros((), dtype=torch.long, device=queries.device)
     n, t_prev = 0, t0
-    for n in range(1, step.max_depth + 1):
+    for n in range(1, step.max_depth + 1):  # noqa: B007 (n counts the steps taken, read after the loop)
         idle = slots[4] | pad
         wasted = wasted + idle.sum()                              # rows already done (or padding)
         slots = step(*slots)

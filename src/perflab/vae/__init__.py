@@ -4,12 +4,20 @@
 (host syncs every step) or the sync-free one; `single_changes()` lists each change alone.
 """
 from .baseline import Remapped, fisher_ratio_loop, remap_host, remap_unique
-from .config import (BASELINE, OPTIMIZED, ModelConfig, StepConfig, TrainConfig, VAEParams, single_changes,
-                     step_config)
+from .config import BASELINE, OPTIMIZED, ModelConfig, StepConfig, TrainConfig, single_changes, step_config
 from .data import make_batches, stream
-from .model import (ComplexLinear, ComplexMixtureVAE, MixtureVAE, RealMixtureVAE, build_model,
-                    count_parameters, kl_standard_normal, mixture_nll)
+from .model import (
+                     ComplexLinear,
+                     ComplexMixtureVAE,
+                     MixtureVAE,
+                     RealMixtureVAE,
+                     build_model,
+                     count_parameters,
+                     kl_standard_normal,
+                     mixture_nll,
+)
 from .optimized import DeviceMetrics, fisher_ratio_vectorized, remap_presence
+from .params import VAEParams
 from .train import BadLabelsError, EpochLog, make_optimizer, step_losses, train_epoch, train_step
 
 __all__ = [

@@ -2,9 +2,9 @@
 them, logs them with run.log.check and raises if any failed."""
 from __future__ import annotations
 
-
 import torch
 
+from ..syncs import count_host_syncs
 from .baseline import fisher_ratio_loop, remap_host, remap_unique
 from .config import ModelConfig, TrainConfig, step_config
 from .model import ComplexLinear
@@ -12,7 +12,6 @@ from .optimized import fisher_ratio_vectorized, remap_presence
 from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
 from .study import fresh, run
 from .train import BadLabelsError, step_losses, train_epoch
-from ..syncs import count_host_syncs
 
 Check = tuple[str, bool, str]
 

@@ -1,9 +1,9 @@
-"""Configuration of the VAE study: the model, the training schedule, the step's switches, and the
-notebook's parameters (VAEParams: same names, types and defaults as the notebook's parameters cell)."""
+"""Configuration of the VAE study: the model, the training schedule and the step's switches (the
+notebook's parameters are in `params.py`)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from ..params import require
@@ -98,38 +98,3 @@ def single_changes(log_every: int = 50) -> dict[str, StepConfig]:
         "optimized": r(OPTIMIZED, log_every=log_every),
         "optimized + sep grad": r(OPTIMIZED, log_every=log_every, sep_grad=True),
     }
-
-
-@dataclass
-class VAEParams:
-    """The notebook's parameters (05_vae_sync): same names, types and defaults as its parameters cell."""
-    device: str = "auto"
-    out_dir: str = ""
-    seed: int = 0
-    threads: int = 1
-    model: str = "real"
-    batch: int = 64
-    group: int = 1
-    log_every: int = 10
-    curve_steps: int = 100
-    rounds: int = 2
-    clock: str = "auto"
-    min_run_time: float = 0.1
-    max_run_time: float = 0.3
-    sweep_batches: list = field(default_factory=lambda: [16, 64, 256, 1024])
-    sweep_steps: int = 2
-    epoch_batches: int = 5000
-
-    def check(self) -> None:
-        require(self.threads >= 0, f"threads must be >= 0 (0 keeps torch's default), got {self.threads}")
-        require(self.model in ("real", "complex"), f"model must be 'real' or 'complex', got {self.model!r}")
-        require(self.batch >= 1, f"batch must be >= 1, got {self.batch}")
-        require(self.group in (0, 1), f"group must be 0 (labels 0-2) or 1 (labels 3-5), got {self.group}")
-        require(self.log_every >= 1, f"log_every must be >= 1, got {self.log_every}")
-        require(self.curve_steps >= 2 and self.sweep_steps >= 1, "curve_steps must be >= 2 and sweep_steps >= 1")
-        require(self.clock in ("auto", "wall", "cpu"), f"clock must be 'auto', 'wall' or 'cpu', got {self.clock!r}")
-        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
-        require(0 < self.min_run_time <= self.max_run_time, "need 0 < min_run_time <= max_run_time")
-        require(len(self.sweep_batches) >= 2 and all(isinstance(b, int) and b >= 1 for b in self.sweep_batches),
-                f"sweep_batches must list at least two batch sizes >= 1, got {self.sweep_batches!r}")
-        require(self.epoch_batches >= 1, f"epoch_batches must be >= 1, got {self.epoch_batches}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 

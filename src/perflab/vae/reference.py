@@ -46,8 +46,8 @@ def complex_linear_reference(layer: ComplexLinear, h: torch.Tensor) -> torch.Ten
 
 def mixture_nll_reference(x: torch.Tensor, logits: torch.Tensor, sigma: float) -> float:
     """-mean_b sum_d log(pi N(x; 1, s^2) + (1 - pi) N(x; 0, s^2)), directly, in float64."""
-    x, l = x.double(), logits.double()
-    pi = torch.sigmoid(l)
+    x, z = x.double(), logits.double()
+    pi = torch.sigmoid(z)
     norm = 1.0 / (sigma * math.sqrt(2 * math.pi))
     p = pi * norm * torch.exp(-0.5 * ((x - 1) / sigma) ** 2) + (1 - pi) * norm * torch.exp(-0.5 * (x / sigma) ** 2)
     return float(-torch.log(p).sum(dim=1).mean())

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import math
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.utils.benchmark.utils.common import Measurement

@@ -15,7 +15,7 @@ the steps, so the hot loop keeps zero syncs. Validate a dataset up front with
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 from tqdm import tqdm

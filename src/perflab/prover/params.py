@@ -1,0 +1,62 @@
+"""Parameters of the prover notebooks (03_eval, 04_early_exit): the same names, types and defaults as
+their `parameters` cells (tests/test_notebook_params.py checks that they agree)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from ..params import RunParams, require
+
+
+@dataclasses.dataclass
+class ProverParams(RunParams):
+    """The prover's fields shared by both notebooks (after the run fields)."""
+    compile: Literal["off", "eager", "default", "reduce-overhead"] = "off"  # off, eager, default or reduce-overhead
+    max_depth: int = 20              # proof steps before a candidate counts as failed
+    max_derived: int = 16            # successor slots per state; the seed used 120
+    n_queries: int = 24              # test queries evaluated
+    n_corruptions: int = 24          # corruptions per query
+    n_families: int = 6              # size of the synthetic family knowledge graph
+    train_updates: int = 30          # policy-gradient updates before evaluating
+
+    def check(self) -> None:
+        super().check()
+        require(self.max_depth >= 1, f"max_depth must be >= 1, got {self.max_depth}")
+        require(self.max_derived >= 2, f"max_derived must be >= 2, got {self.max_derived}")
+        require(self.n_queries >= 1 and self.n_corruptions >= 0, "need n_queries >= 1 and n_corruptions >= 0")
+        require(self.n_families >= 1 and self.train_updates >= 0, "need n_families >= 1 and train_updates >= 0")
+
+
+@dataclasses.dataclass
+class EvalParams(ProverParams):
+    """notebooks/03_eval.ipynb"""
+    compile: Literal["off", "eager", "default", "reduce-overhead"] = "eager"  # off, eager, default or reduce-overhead
+    batch: int = 128                 # candidates per step; 0 means the measured memory model picks
+    mode: Literal["head", "tail", "both"] = "both"  # corrupt the head, the tail or both
+    kg_dir: str = ""                 # a knowledge-graph folder to load instead; empty means the synthetic one
+    batch_sizes: list = dataclasses.field(default_factory=lambda: [16, 64, 256, 512, 1024])  # batch sweep
+    tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
+
+    def check(self) -> None:
+        super().check()
+        require(self.batch >= 0, f"batch must be >= 0 (0: the memory model picks), got {self.batch}")
+        require(len(self.batch_sizes) >= 1 and all(isinstance(b, int) and b >= 1 for b in self.batch_sizes),
+                f"batch_sizes must list ints >= 1, got {self.batch_sizes!r}")
+        require(len(self.tail_sizes) >= 1 and all(isinstance(t, int) and t >= 1 for t in self.tail_sizes),
+                f"tail_sizes must list ints >= 1, got {self.tail_sizes!r}")
+
+
+@dataclasses.dataclass
+class EarlyExitParams(ProverParams):
+    """notebooks/04_early_exit.ipynb"""
+    batch: int = 128                 # slots per step
+    n_candidates: int = 2560         # ladder candidates with seed-like proof lengths (20 batches, like the seed)
+    min_bucket: int = 8              # smallest bucket of the bucketed strategy
+    rounds: int = 2                  # timed rounds per strategy, the strategies interleaved
+
+    def check(self) -> None:
+        super().check()
+        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        require(self.batch >= 1, f"batch must be >= 1, got {self.batch}")
+        require(self.n_candidates >= 1, f"n_candidates must be >= 1, got {self.n_candidates}")
+        require(1 <= self.min_bucket <= self.batch, f"min_bucket must be in 1..batch, got {self.min_bucket}")

@@ -1,0 +1,76 @@
+"""A notebook's run: its parameters, device, folder and results log, set up by one call in one order.
+
+    run = setup("03_eval", globals())     # the first cell after the parameters cell, in every notebook
+    cfg, device = run.cfg, run.device
+
+`setup` validates the parameters against the notebook's registered dataclass (the same `validate` as
+`perflab run`), sets torch's CPU threads, picks the device, opens the run folder and its results log
+(stamped with the parameters and the environment as it now is), and prints one environment line.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .results import ResultsLog
+
+
+@dataclasses.dataclass
+class Run:
+    """What a notebook writes into: its folder, its results log, and where its plots go."""
+    study: str
+    dir: Path            # <out>/<study>/ : plots, profiles, saved weights
+    log: ResultsLog      # <out>/results.jsonl, shared by the studies of one run
+    cfg: Any = None      # the validated parameters
+    device: torch.device | None = None
+
+    def savefig(self, fig, name: str, **kw) -> Path:
+        """Save a matplotlib figure as <out>/<study>/<name>.png and return the path."""
+        path = self.dir / f"{name}.png"
+        fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
+        return path
+
+
+def open_run(study: str, params: Any = None, *, out_dir: str = "", device: Any = None) -> Run:
+    """Create (or reuse) the run folder and open its results log, stamped with `params` and the
+    environment of `device` (default: `params.device` when the parameters name one, else "auto")."""
+    from .paths import run_dir
+
+    if device is None:
+        device = getattr(params, "device", None) if not isinstance(params, dict) else params.get("device")
+    out = run_dir(out_dir or getattr(params, "out_dir", "") or "")
+    log = ResultsLog(out / "results.jsonl", study=study, params=params, device=device)
+    return Run(study=study, dir=run_dir(out, study), log=log, cfg=params)
+
+
+def environment_line(device: torch.device) -> str:
+    from .env import device_name, git_commit
+
+    commit = git_commit()
+    sha = (commit["commit"] or "no git")[:10] + (" (dirty tree)" if commit["dirty"] else "")
+    return (f"{device_name(device)} ({device}) | torch {torch.__version__}"
+            + (f", CUDA {torch.version.cuda}" if device.type == "cuda" else "")
+            + f" | {torch.get_num_threads()} CPU thread(s) | commit {sha}")
+
+
+def setup(study: str, namespace: dict, schema: type | None = None) -> Run:
+    """Validate, set threads, pick the device, open the run, print the environment line (module doc).
+
+    `schema` defaults to the dataclass registered for `study` (`perflab.studies`). Threads come before
+    the device and the run, so the environment stamp and every timing see the thread count they ran with."""
+    from .env import pick_device
+    from .params import validate
+    from .studies import schema as registered
+
+    cfg = validate(namespace, schema or registered(study))
+    threads = getattr(cfg, "threads", 0)
+    if threads:
+        torch.set_num_threads(threads)  # small ops on a shared CPU: extra OpenMP threads mostly wait
+    device = pick_device(getattr(cfg, "device", "auto"))
+    run = open_run(study, cfg, device=device)
+    run.device = device
+    print(environment_line(device))
+    return run
