@@ -192,19 +192,21 @@ def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> floa
     return seconds_per_pair_event * job["nnz"] * job["n_classes"] * job["max_iter"] / 3600.0
 
 
-def _merge(*ds: dict) -> dict:
-    """One ratio from several measurements of it: the lower median, the union of the ranges."""
-    return dict(ratio=min(d["ratio"] for d in ds), low=min(d["low"] for d in ds), high=max(d["high"] for d in ds))
+def merge(*ds: dict, worst=min) -> dict:
+    """One ratio from several measurements of the same thing: the worse median (`worst`: min for a speedup,
+    max for a distance from the floor) and the union of the ranges."""
+    return dict(ratio=worst(d["ratio"] for d in ds), low=min(d["low"] for d in ds), high=max(d["high"] for d in ds))
 
 
 def slab_rows(default: dict, side: dict, above: dict, fit: dict, fits: dict, qx_ok: bool, hours: dict,
               device_type: str, mode: str) -> list[dict]:
     """Notebook 02's claims. `default`: the sweep's row at the default size; `side`: {mode: ratio dict} of
-    the side-by-side cell; `above`: the optimized iteration over the floor (ratio dict) with "bound";
+    the side-by-side cell; `above`: the optimized iteration over the floor (ratio dict, `merge(..., worst=max)`
+    of its measurements) with "bound";
     `fit`: the whole-fit ratio dict; `fits`: {name: summary dict} of the whole fits; `mode`: the compile
     setting's label."""
     c = {cl.key: cl for cl in SLAB_CLAIMS}
-    it = _merge(default, side[mode]) if mode in side else default
+    it = merge(default, side[mode]) if mode in side else default
     size = f"{default['n_rows']} rows x {default['n_classes']} classes"
     others = "; ".join(f"{k} {rng(v)}" for k, v in side.items())
     speed = f"{rng(it)} per LM iteration at {size} ({mode}; sweep and side by side merged); side by side: {others}"

@@ -75,7 +75,7 @@ def hook_cost(impl: str, x, y, **solver_kw) -> dict:
                 quiet_fit(probe, x, y)
         fns["hook + debug" if hooked else "plain"] = fit
     ms = measure_interleaved(fns, label="fit", sub_labels={k: impl for k in fns}, descriptions={k: k for k in fns},
-                             min_run_time=0.5, max_run_time=1.5)
+                             min_run_time=0.5, max_run_time=1.5, device=solver_kw.get("device"))
     lo, hi = speedup_range(ms["plain"], ms["hook + debug"])
     return dict(ratio=1 / speedup(ms["plain"], ms["hook + debug"]), low=1 / hi, high=1 / lo,
                 plain=ms["plain"], hooked=ms["hook + debug"])
