@@ -1,12 +1,15 @@
 """Bad inputs get clear errors; the generator is seeded and looks like the research note's data; the
 loader reads the original format (scipy CSR .npz + labels.bin)."""
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 
+from perflab.params import ParameterError
 from perflab.probe1d import Sparse1DProbe, load_dataset, make_activations, save_dataset
-from perflab.probe1d.data import make_csr
+from perflab.probe1d.data import DataSource, make_csr
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +78,23 @@ def test_bool_and_float_labels_work(data):
 
 
 def test_bad_options():
-    with pytest.raises(ValueError, match="impl must be one of"):
-        Sparse1DProbe("fast")
-    with pytest.raises(TypeError, match="unknown option.*class_slab"):
-        Sparse1DProbe("baseline", class_slab=8)
-    with pytest.raises(ValueError, match="max_iter must be >= 1"):
-        Sparse1DProbe("baseline", max_iter=0)
-    with pytest.raises(ValueError, match="accum_dtype"):
-        Sparse1DProbe("optimized", accum_dtype="float16")
-    with pytest.raises(ValueError, match="tile_events must be >= 1, got 0"):
-        Sparse1DProbe("optimized", tile_events=0)
+    # the notebooks' validator (perflab.params.validate): one ParameterError (a ValueError) naming the option
+    def refused(message, *args, **kw):
+        with pytest.raises(ParameterError, match=re.escape(message)):
+            Sparse1DProbe(*args, **kw)
+    refused("impl must be one of ('baseline', 'optimized'), got 'fast'", "fast")
+    refused("bad ProbeConfig:\n  unknown parameter 'class_slab' (did you mean 'class_slab_size'?)", "baseline",
+            class_slab=8)
+    refused("bad ProbeConfig: max_iter must be >= 1, got 0", "baseline", max_iter=0)
+    refused("parameter 'accum_dtype' must be 'float32' | 'float64', got str 'float16'", "optimized",
+            accum_dtype="float16")
+    refused("parameter 'max_iter' must be int, got float 2.5", "optimized", max_iter=2.5)
+    refused("bad ProbeConfig: tile_events must be >= 1, got 0", "optimized", tile_events=0)
+    # compile is the torch.compile mode and backend the backend, as in every study
+    refused("parameter 'compile' must be 'off' | 'default' | 'reduce-overhead' | 'max-autotune', got str 'inductor'",
+            "optimized", compile="inductor")
+    refused("parameter 'backend' must be 'inductor' | 'eager' | 'aot_eager', got str 'cudagraphs'", "optimized",
+            compile="default", backend="cudagraphs")
     with pytest.raises(ValueError, match="no CUDA device"):
         Sparse1DProbe("optimized", device="cuda") if not torch.cuda.is_available() else (_ for _ in ()).throw(
             ValueError("no CUDA device (skipped: CUDA present)"))
@@ -126,8 +136,6 @@ def test_loader_round_trip(tmp_path):
 
 
 def test_notebook_data_source_reads_your_files(tmp_path):
-    from perflab.probe1d.study import DataSource
-
     x, y = make_activations(60, 9, 4, l0=3, seed=1)
     acts, labels = save_dataset(tmp_path, x, y)
     src = DataSource("cpu", n_latents=999, l0=1, seed=0, activations=str(acts), labels=str(labels))
@@ -137,3 +145,13 @@ def test_notebook_data_source_reads_your_files(tmp_path):
     assert src.get(1000, 10)[0].shape == (60, 9)                      # capped at the files' size
     with pytest.raises(ValueError, match="both activations"):
         DataSource("cpu", 9, 1, 0, activations=str(acts))
+
+
+def test_data_source_reads_relative_paths_from_where_the_command_ran(tmp_path, monkeypatch):
+    # perflab run executes notebooks in notebooks/; a relative path is the user's, from $PERFLAB_CWD
+    x, y = make_activations(30, 5, 3, l0=2, seed=4)
+    save_dataset(tmp_path / "mine", x, y)
+    monkeypatch.setenv("PERFLAB_CWD", str(tmp_path))
+    src = DataSource("cpu", 5, 2, 0, activations="mine/activations.npz", labels="mine/labels.bin")
+    assert torch.equal(src.get(30, 3)[0].to_dense(), x.to_dense())
+

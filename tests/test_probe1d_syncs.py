@@ -63,7 +63,7 @@ def test_compiled_fit_compiles_four_graphs_at_most_and_gives_the_same_losses():
     reset()
     with count_compiles() as cc, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compiled = Sparse1DProbe("optimized", compile="eager", **kw).fit(x, y)
+        compiled = Sparse1DProbe("optimized", compile="default", backend="eager", **kw).fit(x, y)
     eager = Sparse1DProbe("optimized", **kw).fit(x, y)
     assert compiled.counters_["work_rebuilds"] >= 2            # the shrinking really happened
     assert cc.graphs == 4 and cc.recompiles == 2, (cc.as_dict(), cc.compile_ids)

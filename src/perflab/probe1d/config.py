@@ -3,12 +3,18 @@
 The constants are the ones of the profiled original (research note, probe1d-origin.md): six
 Levenberg-Marquardt tries per iteration, an elliptical trust region of radius 8, lam0 = 1e-3 clamped to
 [1e-12, 1e12], lagged-rho damping with thresholds 0.75 / 0.25.
+
+`ProbeConfig` is checked like every notebook's parameters (`perflab.params.validate`): unknown options,
+wrong types and out-of-range values give one `ParameterError` naming them all.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import torch
+
+from ..params import Backend, CompileMode, require
 
 LM_TRIES = 6            # tries per iteration before the fallback (a zero step)
 TRUST_RADIUS = 8.0      # sqrt(db^2 + (qx dw)^2) <= 8
@@ -20,6 +26,7 @@ QX_MIN = 1e-6           # qx = max(rms of a latent's nonzero values, 1e-6); 1 fo
 
 IMPLS = ("baseline", "optimized")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+Dtype = Literal["float32", "float64"]
 
 
 @dataclasses.dataclass
@@ -34,27 +41,23 @@ class ProbeConfig:
     max_iter: int = 100                 # LM iterations per class slab
     tol: float = 1e-4                   # converged when max |grad| and max |step| are both below tol
     ridge: float = 1e-8                 # ridge on w and on (b - b0)
-    compute_dtype: str = "float32"      # dtype of per-event math and of the weights
-    accum_dtype: str = "float32"        # optimized: dtype of sums, closed forms and LM math (float64: the seed's open question)
+    compute_dtype: Dtype = "float32"    # dtype of per-event math and of the weights
+    accum_dtype: Dtype = "float32"      # optimized: dtype of sums, closed forms and LM math (float64: the seed's open question)
     memory_budget_mb: float = 512.0     # optimized: bound on per-pass state + per-chunk temporaries
     chunk_pair_events: int | None = None  # optimized: (slot, class) pairs per kernel call; None: 2^18 on CPU, 2^26 on CUDA
     tile_events: int = 32               # optimized: slots per tile; each latent's events are padded to a multiple
     freeze: bool = True                 # optimized: stop updating converged / zero-gradient coordinates
-    compile: str = "off"                # optimized: torch.compile the tile kernel and LM update: off, eager (counts graphs) or inductor
+    compile: CompileMode = "off"        # optimized: torch.compile mode of the tile kernel and LM update; off: eager
+    backend: Backend = "inductor"       # optimized: torch.compile backend (eager: dynamo graphs only, counts them cheaply)
 
     def check(self) -> None:
-        def need(cond: bool, msg: str) -> None:
-            if not cond:
-                raise ValueError(f"Sparse1DProbe: {msg}")
-        need(self.class_slab_size is None or self.class_slab_size >= 1, f"class_slab_size must be >= 1 or None, got {self.class_slab_size}")
-        need(self.row_batch_size >= 1, f"row_batch_size must be >= 1, got {self.row_batch_size}")
-        need(self.max_iter >= 1, f"max_iter must be >= 1, got {self.max_iter}")
-        need(self.tol >= 0, f"tol must be >= 0, got {self.tol}")
-        need(self.ridge >= 0, f"ridge must be >= 0, got {self.ridge}")
-        need(self.compute_dtype in DTYPES, f"compute_dtype must be one of {list(DTYPES)}, got {self.compute_dtype!r}")
-        need(self.accum_dtype in DTYPES, f"accum_dtype must be one of {list(DTYPES)}, got {self.accum_dtype!r}")
-        need(self.memory_budget_mb > 0, f"memory_budget_mb must be > 0, got {self.memory_budget_mb}")
-        need(self.chunk_pair_events is None or self.chunk_pair_events >= 1,
-             f"chunk_pair_events must be >= 1 or None, got {self.chunk_pair_events}")
-        need(self.tile_events >= 1, f"tile_events must be >= 1, got {self.tile_events}")
-        need(self.compile in ("off", "eager", "inductor"), f"compile must be off, eager or inductor, got {self.compile!r}")
+        require(self.class_slab_size is None or self.class_slab_size >= 1,
+                f"class_slab_size must be >= 1 or None, got {self.class_slab_size}")
+        require(self.row_batch_size >= 1, f"row_batch_size must be >= 1, got {self.row_batch_size}")
+        require(self.max_iter >= 1, f"max_iter must be >= 1, got {self.max_iter}")
+        require(self.tol >= 0, f"tol must be >= 0, got {self.tol}")
+        require(self.ridge >= 0, f"ridge must be >= 0, got {self.ridge}")
+        require(self.memory_budget_mb > 0, f"memory_budget_mb must be > 0, got {self.memory_budget_mb}")
+        require(self.chunk_pair_events is None or self.chunk_pair_events >= 1,
+                f"chunk_pair_events must be >= 1 or None, got {self.chunk_pair_events}")
+        require(self.tile_events >= 1, f"tile_events must be >= 1, got {self.tile_events}")

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["make_activations", "save_dataset", "load_dataset", "as_csr", "as_labels", "check_inputs",
+__all__ = ["make_activations", "save_dataset", "load_dataset", "DataSource", "as_csr", "as_labels", "check_inputs",
            "csr_to_dense", "make_csr"]
 
 
@@ -126,6 +126,42 @@ def load_dataset(activations: str | Path, labels: str | Path, n_classes: int | N
     x = as_csr(m)
     y = torch.nn.functional.one_hot(torch.from_numpy(cls.astype(np.int64)), n_classes).to(torch.uint8)
     return x.to(device), y.to(device)
+
+
+class DataSource:
+    """The notebooks' data: generated SAE-like activations, or the user's own files in the original format
+    (`activations`: scipy CSR .npz, `labels`: labels.bin, one uint8 class per row), cut to a size. Relative
+    paths are read from where the user ran the command (`perflab.paths.user_path`), not from notebooks/."""
+
+    def __init__(self, device, n_latents: int, l0: int, seed: int, activations: str = "", labels: str = ""):
+        from ..paths import user_path
+
+        if bool(activations) != bool(labels):
+            raise ValueError("give both activations (.npz) and labels (labels.bin), or neither")
+        self.device, self.n_latents, self.l0, self.seed = device, n_latents, l0, seed
+        self.loaded = (load_dataset(user_path(activations), user_path(labels), device=device)
+                       if activations else None)
+        self._cache: dict = {}
+
+    @property
+    def kind(self) -> str:
+        return "your files" if self.loaded is not None else "generated"
+
+    def get(self, n_rows: int, n_classes: int, seed_offset: int = 0):
+        """(x, y) with n_rows rows and n_classes classes (the first ones of the files, capped at their size)."""
+        key = (n_rows, n_classes, seed_offset)
+        if key not in self._cache:
+            if self.loaded is None:
+                self._cache[key] = make_activations(n_rows, self.n_latents, n_classes, l0=self.l0,
+                                                    seed=self.seed + seed_offset, device=self.device)
+            else:
+                x, y = self.loaded
+                r, c = min(n_rows, x.shape[0]), min(n_classes, y.shape[1])
+                crow = x.crow_indices()[:r + 1]
+                end = int(crow[-1])
+                self._cache[key] = (make_csr(crow, x.col_indices()[:end], x.values()[:end], (r, x.shape[1])),
+                                    y[:r, :c])
+        return self._cache[key]
 
 
 # ---- input checks shared by every solver ------------------------------------------------------

@@ -7,7 +7,8 @@ Every item of the seed's "Updated priorities" / "Next steps", and beyond:
     it needs only the values, and (b, w) per (latent, class);
   - fused statistics: the events are laid out once in tiles of T slots per latent (plan.py), and one
     kernel computes all six (b, w)-dependent sums of every tile (kernels.tile_sums; instead of seven
-    index_add_ over [events, classes] arrays); `compile="inductor"` compiles it and the LM update;
+    index_add_ over [events, classes] arrays); `compile="default"` (a torch.compile mode, with `backend`)
+    compiles it and the LM update;
   - as many classes per pass as `memory_budget_mb` allows (all 151 at the seed's shapes with the GPU preset);
   - zero-gradient coordinates skip the LM tries (no fallback), converged ones are frozen, and the work
     list is compacted when freezing has halved it, so frozen coordinates cost nothing;
@@ -26,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from ..compiles import compile_kwargs
 from .baseline import FALLBACK_WARNING
 from .config import DTYPES, LAM0, LM_TRIES, P_CLAMP, QX_MIN, ProbeConfig
 from .evaluate import loss_and_confusion
@@ -70,10 +72,12 @@ class OptimizedSolver:
         self._works: dict = {}
         self._ws: tuple | None = None
         self._sums_compiled = self._lm_compiled = None
-        if cfg.compile != "off":
-            backend = "eager" if cfg.compile == "eager" else "inductor"
-            self._sums_compiled = torch.compile(tile_sums, backend=backend)
-            self._lm_compiled = torch.compile(lm_iteration, backend=backend)
+        kw = compile_kwargs(cfg.compile, cfg.backend)
+        if kw is not None:
+            # compile is the mode and backend the backend, as in every study: inductor turns the tile kernel's
+            # ~25 eager passes into two loops per chunk and the LM update into one; eager counts graphs cheaply
+            self._sums_compiled = torch.compile(tile_sums, **kw)
+            self._lm_compiled = torch.compile(lm_iteration, **kw)
 
     # ---- sizes from the memory budget ----------------------------------------------------------------
     def _coord_bytes(self) -> int:

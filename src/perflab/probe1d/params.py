@@ -4,9 +4,8 @@ in params/gpu/."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
-from ..params import RunParams, require
+from ..params import Backend, CompileMode, RunParams, require
 
 
 @dataclasses.dataclass
@@ -15,7 +14,7 @@ class ProbeParams(RunParams):
     n_latents: int = 256          # latents
     l0: int = 32                  # active latents per row
     activations: str = ""         # your scipy CSR npz of activations; empty means generated data
-    labels: str = ""              # your labels.bin, one uint8 class per row
+    labels: str = ""              # your labels.bin, one uint8 class per row (paths from where you ran the command)
 
     def check(self) -> None:
         super().check()
@@ -33,11 +32,13 @@ class ProfileParams(ProbeParams):
     class_slab_size: int = 8      # baseline classes per slab (the seed)
     row_batch_size: int = 1024    # baseline chunk is row_batch_size x 32 events
     interval: float = 0.0005      # pyinstrument sampling interval in seconds
+    profile_repeats: int = 3      # plain baseline profiles: each share's range over them is its noise
 
     def check(self) -> None:
         super().check()
         require(min(self.n_rows, self.n_classes, self.max_iter, self.class_slab_size, self.row_batch_size) >= 1,
                 "n_rows, n_classes, max_iter, class_slab_size and row_batch_size must be >= 1")
+        require(self.profile_repeats >= 1, f"profile_repeats must be >= 1, got {self.profile_repeats}")
         require(self.interval > 0, "interval must be > 0")
 
 
@@ -57,7 +58,8 @@ class SlabStatsParams(ProbeParams):
     fit_classes: int = 16         # classes of the whole-fit comparison
     fit_max_iter: int = 40        # max LM iterations of the whole fits
     memory_budget_mb: float = 512.0  # optimized memory budget per pass
-    compile: Literal["off", "eager", "inductor"] = "inductor"  # off, eager or inductor: torch.compile of the optimized kernel and LM update
+    compile: CompileMode = "default"  # torch.compile mode of the kernel and LM update: off (eager), default, reduce-overhead, max-autotune
+    backend: Backend = "inductor"  # torch.compile backend: inductor, eager (dynamo graphs only) or aot_eager
 
     def check(self) -> None:
         super().check()

@@ -9,12 +9,12 @@ and qx scaling, implicit zeros in closed form) and take the same arguments, so a
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import torch
 
 from ..env import pick_device
+from ..params import require, validate
 from .baseline import BaselineSolver
 from .config import IMPLS, ProbeConfig
 from .data import check_inputs
@@ -28,20 +28,16 @@ class Sparse1DProbe:
 
     impl: "baseline" | "optimized"; device: "auto" | "cpu" | "cuda"; iteration_hook(info: dict) is called
     after every LM iteration (it costs host syncs: leave it None when timing). Other keywords are
-    `ProbeConfig` fields (class_slab_size, row_batch_size, max_iter, tol, ridge, accum_dtype, ...).
+    `ProbeConfig` fields (class_slab_size, row_batch_size, max_iter, tol, ridge, accum_dtype, compile, ...),
+    checked by `perflab.params.validate`: a bad one raises `perflab.params.ParameterError` (a ValueError).
     """
 
     def __init__(self, impl: str = "optimized", *, device: str | torch.device = "auto",
                  iteration_hook: Callable[[dict], None] | None = None, **config):
-        if impl not in IMPLS:
-            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-        names = {f.name for f in dataclasses.fields(ProbeConfig)}
-        unknown = sorted(set(config) - names)
-        if unknown:
-            raise TypeError(f"Sparse1DProbe: unknown option(s) {unknown}; options: {sorted(names)}")
+        require(impl in IMPLS, f"impl must be one of {IMPLS}, got {impl!r}")
         self.impl = impl
-        self.config = ProbeConfig(**config)
-        self.config.check()
+        # the notebooks' validator: unknown options, wrong types and ProbeConfig.check's rules, one message
+        self.config = validate(config, ProbeConfig)
         self.device = pick_device(device)
         cls = BaselineSolver if impl == "baseline" else OptimizedSolver
         self.solver = cls(self.config, self.device, iteration_hook)

@@ -1,47 +1,24 @@
-"""What notebooks 01 and 02 call: the seed's profile beside ours, one LM iteration as a timed callable,
-the floor of an iteration, and the seed's job extrapolated from a measured per-(event, class) cost.
+"""The notebooks' measurements: profiles of a fit (01), one LM iteration as a timed callable, sweeps and
+side-by-side timings, whole fits, and the floor of an iteration (02).
 
 "One LM iteration" means: every (latent, class) coordinate advanced by one LM iteration, i.e. for the
 baseline one iteration of every class slab, for the optimized solver one iteration of every class pass,
 from a fresh start (all coordinates active: the most work an iteration ever does).
+
+Every timing is a `torch.utils.benchmark` Measurement (medians with spread); what is compared is timed
+side by side in one run (`measure_iterations`, `time_fits`), so a machine whose speed drifts slows both.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import warnings
 
 import torch
 
-from .data import make_activations
+from ..bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
 from .probe import Sparse1DProbe
-
-# The seed's pyinstrument breakdown (share of Sparse1DProbe.fit), and the names to look for in ours
-SEED_BREAKDOWN = (
-    ("compute_slab_stats", "compute_slab_stats", 0.999),
-    ("_iter_event_chunks", "_iter_event_chunks", 0.642),
-    ("torch.repeat_interleave", "torch.repeat_interleave", 0.135),
-    ("Tensor.item", ".item", 0.093),
-    ("Tensor.to", ".to", 0.026),
-    ("torch.arange", "torch.arange", 0.019),
-)
-
-# The seed's job (research note, "Real scale"): ADE20K, ~2.25e9 nonzeros, 151 classes, 100 iterations,
-# slabs of 8 classes at ~35 s per LM iteration on an A100 -> 19 slabs x 100 iterations ~ 18 h.
-SEED_JOB = dict(nnz=2.25e9, n_classes=151, max_iter=100, slab=8, seconds_per_slab_iter=35.0, hours=18.0)
-
-
-def breakdown(profiles: dict) -> object:
-    """The seed's frames, its shares, and ours for each named profile ({label: Profile})."""
-    import pandas as pd
-
-    rows = []
-    for seed_name, needle, seed_share in SEED_BREAKDOWN:
-        row = {"frame": seed_name, "seed (A100)": f"{100 * seed_share:.1f}%"}
-        for label, prof in profiles.items():
-            row[label] = f"{100 * prof.share(needle):.1f}%"   # perflab.profiling.Profile.share
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 @contextlib.contextmanager
@@ -65,6 +42,56 @@ def quiet_fit(probe: Sparse1DProbe, x, y) -> Sparse1DProbe:
         warnings.simplefilter("ignore", RuntimeWarning)
         return probe.fit(x, y)
 
+
+def compile_label(compile: str, backend: str = "inductor") -> str:
+    """How a compile setting reads in a table: 'eager', 'compiled (default, inductor)'."""
+    return "eager" if compile == "off" else f"compiled ({compile}, {backend})"
+
+
+# ---- notebook 01: profiles --------------------------------------------------------------------------------
+
+def profile_fit(impl: str, x, y, *, hook_and_debug: bool = False, out_dir=None, name: str = "", interval: float,
+                **solver_kw):
+    """A whole fit under pyinstrument (perflab.profiling.profile), optionally with an iteration hook and
+    debug logging on (the seed's second profile). -> (Profile, hook calls)"""
+    from ..profiling import profile
+
+    seen: list = []
+    probe = Sparse1DProbe(impl, iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
+    with debug_logging(hook_and_debug):
+        prof = profile(lambda: quiet_fit(probe, x, y), out_dir=out_dir, name=name or f"fit_{impl}", interval=interval)
+    return prof, len(seen)
+
+
+def hook_cost(impl: str, x, y, **solver_kw) -> dict:
+    """A fit with an iteration hook and debug logging on, timed against the plain fit side by side.
+    -> {"ratio": hooked / plain (medians), "low", "high": its p20/p80 range, "plain", "hooked": Measurements}"""
+    fns = {}
+    for hooked in (False, True):
+        probe = Sparse1DProbe(impl, iteration_hook=(lambda info: None) if hooked else None, **solver_kw)
+
+        def fit(probe=probe, hooked=hooked):
+            with debug_logging(hooked):
+                quiet_fit(probe, x, y)
+        fns["hook + debug" if hooked else "plain"] = fit
+    ms = measure_interleaved(fns, label="fit", sub_labels={k: impl for k in fns}, descriptions={k: k for k in fns},
+                             min_run_time=0.5, max_run_time=1.5, device=solver_kw.get("device"))
+    lo, hi = speedup_range(ms["plain"], ms["hook + debug"])
+    return dict(ratio=1 / speedup(ms["plain"], ms["hook + debug"]), low=1 / hi, high=1 / lo,
+                plain=ms["plain"], hooked=ms["hook + debug"])
+
+
+def syncs_per_iteration(impl: str, x, y, **config):
+    """Host syncs (perflab.syncs counter) of one LM iteration over every class, after setup."""
+    from ..syncs import count_host_syncs
+
+    _, one_iteration, _ = iteration_callable(impl, x, y, **config)
+    with count_host_syncs() as syncs:
+        one_iteration()
+    return syncs
+
+
+# ---- notebook 02: one LM iteration, timed ------------------------------------------------------------------
 
 def iteration_callable(impl: str, x, y, baseline_slabs: int = 0, **config):
     """(setup, one_iteration, scale): `setup()` does what a fit does once (the optimized plan; nothing for
@@ -114,10 +141,135 @@ def sums_callable(x, y, **config):
     return lambda: [s.event_stats(st) for st in states]
 
 
+def _measurement(times: list[float], label: str, sub_label: str, description: str):
+    """A Measurement of single calls timed by hand (one block per call)."""
+    from torch.utils.benchmark.utils.common import Measurement, TaskSpec
+
+    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label=label, sub_label=sub_label,
+                    description=description, env="", num_threads=torch.get_num_threads())
+    return Measurement(number_per_run=1, raw_times=list(times), task_spec=spec)
+
+
+def scaled(m, factor: float):
+    """A Measurement whose times are multiplied by `factor` (a baseline timed on some slabs, scaled)."""
+    if factor == 1.0:
+        return m
+    return _measurement([t * factor for t in m.raw_times], m.task_spec.label, m.task_spec.sub_label,
+                        m.task_spec.description)
+
+
+def measure_iterations(variants: dict, x, y, *, label: str, sub_label: str, min_run_time: float,
+                       max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
+    """One LM iteration of each variant ({key: (impl, config)}, see iteration_callable; a baseline's config
+    may hold baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
+    (perflab.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
+    hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
+    fns, scales = {}, {}
+    for key, (impl, config) in variants.items():
+        _, fns[key], scales[key] = iteration_callable(impl, x, y, device=device, **config)
+    fns.update(extra or {})
+    ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
+                             descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
+                             device=device)
+    return {k: scaled(m, scales.get(k, 1.0)) for k, m in ms.items()}
+
+
+def ratio(base, opt) -> dict:
+    """baseline / optimized: the ratio of medians and its conservative p20/p80 range."""
+    lo, hi = speedup_range(base, opt)
+    return dict(ratio=speedup(base, opt), low=lo, high=hi)
+
+
+def sweep(cases: list[dict], pair: dict, data, *, device, log=None, **timing) -> list[dict]:
+    """One LM iteration of `pair` ({"baseline": ..., "optimized": ...}, see measure_iterations) for every
+    case (n_rows, n_classes; `data(n_rows, n_classes)` gives (x, y)). -> one row per case with both
+    Measurements, the pair events per iteration and the ratio with its range; logged when `log` is given."""
+    rows = []
+    for case in cases:
+        x, y = data(case["n_rows"], case["n_classes"])
+        row = dict(case, n_rows=x.shape[0], n_classes=y.shape[1], nnz=x._nnz(), pair_events=x._nnz() * y.shape[1])
+        row.update(measure_iterations(pair, x, y, label="LM iteration", device=device,
+                                      sub_label=f"{x.shape[0]} rows x {y.shape[1]} cls", **timing))
+        row.update(ratio(row["baseline"], row["optimized"]))
+        if log is not None:
+            ctx = {k: row[k] for k in ("sweep", "n_rows", "n_classes", "nnz", "pair_events")}
+            for impl in pair:
+                log.measurement(row[impl], metric="seconds per LM iteration", impl=impl, **ctx)
+            log.value("speedup per LM iteration", row["ratio"], unit="x", low=row["low"], high=row["high"], **ctx)
+        rows.append(row)
+    return rows
+
+
+def sweep_table(rows: list[dict], columns=("baseline", "optimized")) -> str:
+    """Medians with IQR (3 significant figures) and the ratio with its p20/p80 range, one line per row."""
+    head = f"{'size':24s} {'pairs':>7s} " + " ".join(f"{c:>28s}" for c in columns) + f" {'ratio':>7s} {'p20-p80':>12s}"
+    lines = [head]
+    for r in rows:
+        label = f"{r.get('sweep', '')}: {r['n_rows']} x {r['n_classes']}" if "n_rows" in r else r["label"]
+        pairs = f"{r['pair_events'] / 1e6:6.2f}M" if "pair_events" in r else ""
+        lines.append(f"{label:24s} {pairs:>7s} " + " ".join(f"{fmt(r[c]):>28s}" for c in columns)
+                     + f" {r['ratio']:6.3g}x {r['low']:5.3g}-{r['high']:.3g}x")
+    return "\n".join(lines)
+
+
+def side_by_side(x, y, pair: dict, modes: dict, *, device, **timing) -> dict:
+    """The baseline's LM iteration against the optimized one in each of `modes` ({name: optimized config}),
+    and each mode's tile sums alone, timed side by side. -> {key: Measurement}: "baseline", each mode's
+    name, and "<name> sums"."""
+    extra = {f"{name} sums": sums_callable(x, y, device=device, **kw) for name, kw in modes.items()}
+    return measure_iterations({"baseline": pair["baseline"], **{n: ("optimized", kw) for n, kw in modes.items()}},
+                              x, y, label="side by side", sub_label=f"{x.shape[0]} rows x {y.shape[1]} cls",
+                              device=device, extra=extra, **timing)
+
+
+# ---- notebook 02: whole fits, the floor ------------------------------------------------------------------
+
+def time_fits(variants: dict, x, y, *, device, max_iter: int, repeats: int = 3) -> tuple[dict, dict]:
+    """Whole fits of each variant ({name: (impl, config)}), `repeats` times in turn (side by side). Each
+    optimized variant fits once untimed first (compiles, allocator growth). -> ({name: (last probe,
+    Measurement)}, {name: seconds of the untimed first fit})"""
+    from ..env import synchronize
+
+    def fit(impl, kw):
+        return quiet_fit(Sparse1DProbe(impl, device=device, max_iter=max_iter, **kw), x, y)
+
+    first = {}
+    for name, (impl, kw) in variants.items():
+        if impl == "optimized":
+            t0 = time.perf_counter()
+            fit(impl, kw)
+            first[name] = time.perf_counter() - t0
+    times, probes = {k: [] for k in variants}, {}
+    for _ in range(repeats):
+        for name, (impl, kw) in variants.items():
+            t0 = time.perf_counter()
+            probes[name] = fit(impl, kw)
+            synchronize(device)
+            times[name].append(time.perf_counter() - t0)
+    sub = f"{x.shape[0]} rows x {y.shape[1]} cls, {max_iter} iterations"
+    return {k: (probes[k], _measurement(times[k], "whole fit", sub, k)) for k in variants}, first
+
+
+def fit_summary(probe, m) -> dict:
+    """What a whole fit did: its median time, iterations, time per iteration, fallbacks, frozen share."""
+    n_iter = probe.n_iter_.double()
+    c = probe.counters_
+    # per iteration = fit time / mean iterations per class: a class that stopped early costs nothing after
+    return dict(fit_s=m.median, max_iter_run=int(n_iter.max()), mean_class_iters=float(n_iter.mean()),
+                s_per_iter=m.median / max(1.0, float(n_iter.mean())), fallbacks=c["fallback_coord_iters"],
+                zero_grad_fallbacks=c["zero_grad_fallback_coord_iters"],
+                frozen_share=c.get("frozen_coords", 0) / probe.coef_.numel())
+
+
+def fit_line(name: str, f: dict, m) -> str:
+    line = (f"{name:18s} fit {fmt(m):>28s}  {f['mean_class_iters']:5.1f} iterations per class (max {f['max_iter_run']})  "
+            f"{fmt_seconds(f['s_per_iter']):>9s} per iteration  fallbacks {f['fallbacks']} "
+            f"({f['zero_grad_fallbacks']} at zero gradient)")
+    return line + (f"  frozen {100 * f['frozen_share']:.3g}% of coordinates" if "optimized" in name else "")
+
+
 def sigmoid_throughput(device, n: int = 2**24, **measure_kw) -> tuple[float, object]:
     """Measured sigmoid evaluations per second on `device` (float32, out of place, all torch threads)."""
-    from ..bench import measure
-
     dev = torch.device(device)
     n = n if dev.type == "cuda" else min(n, 2**22)
     z, out = torch.randn(n, device=dev), torch.empty(n, device=dev)
@@ -137,104 +289,24 @@ def iteration_floor(n_events: int, n_lat: int, n_cls: int, bandwidth: float, sig
                 bound="sigmoid throughput" if t_sig >= t_bytes else "memory bandwidth")
 
 
-def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> float:
-    """Hours for the seed's whole job (nnz x classes x iterations) at a measured cost per (event, class)."""
-    return seconds_per_pair_event * job["nnz"] * job["n_classes"] * job["max_iter"] / 3600.0
+def measure_floor(n_events: int, n_lat: int, n_cls: int, *, device, **timing) -> dict:
+    """`iteration_floor` at this device's measured copy bandwidth and sigmoid throughput, with the range
+    of the floor over the p20/p80 of both measurements ("low", "high", seconds)."""
+    from ..bench import memory_bandwidth, summary
+
+    bw, m_bw = memory_bandwidth(device, nbytes=(256 if torch.device(device).type == "cuda" else 64) * 2**20, **timing)
+    rate, m_sig = sigmoid_throughput(device, **timing)
+    floor = iteration_floor(n_events, n_lat, n_cls, bw, rate)
+    ends = []
+    for q in ("p20_s", "p80_s"):   # a slower block means a lower rate: a higher floor
+        ends.append(iteration_floor(n_events, n_lat, n_cls, bw * m_bw.median / summary(m_bw)[q],
+                                    rate * m_sig.median / summary(m_sig)[q])["floor_s"])
+    return dict(floor, bandwidth=bw, sigmoid_rate=rate, m_bandwidth=m_bw, m_sigmoid=m_sig, low=ends[0], high=ends[1])
 
 
-def syncs_per_iteration(impl: str, x, y, **config):
-    """Host syncs (perflab.syncs counter) of one LM iteration over every class, after setup."""
-    from ..syncs import count_host_syncs
+def above_floor(m, floor: dict) -> dict:
+    """How many times the floor a Measurement is: median / floor, with the range p20 / high .. p80 / low."""
+    from ..bench import summary
 
-    _, one_iteration, _ = iteration_callable(impl, x, y, **config)
-    with count_host_syncs() as syncs:
-        one_iteration()
-    return syncs
-
-
-def agreement(a, b, x, y, tol: float = 1e-4) -> dict:
-    """Do two fitted probes (or a probe and a Reference1DProbe) give the same losses (mean BCE, within
-    `tol`) and the same confusion counts at threshold 0.5? Counts are compared exactly."""
-    import numpy as np
-
-    la, *ca = [np.asarray(t.cpu() if hasattr(t, "cpu") else t, dtype=np.float64) for t in a.loss_matrix_with_aux(x, y)]
-    lb, *cb = [np.asarray(t.cpu() if hasattr(t, "cpu") else t, dtype=np.float64) for t in b.loss_matrix_with_aux(x, y)]
-    loss_diff = float(np.abs(la - lb).max())
-    count_diff = int(max(np.abs(p - q).max() for p, q in zip(ca, cb)))
-    return dict(loss_ok=loss_diff <= tol, counts_equal=count_diff == 0, loss_max_diff=loss_diff,
-                count_max_diff=count_diff, n=int(la.size))
-
-
-def scaled(m, factor: float):
-    """A Measurement whose times are multiplied by `factor` (a baseline timed on some slabs, scaled)."""
-    if factor == 1.0:
-        return m
-    from torch.utils.benchmark.utils.common import Measurement
-
-    return Measurement(number_per_run=m.number_per_run, raw_times=[t * factor for t in m.raw_times],
-                       task_spec=m.task_spec)
-
-
-def measure_iterations(variants: dict, x, y, *, label: str, sub_label: str, min_run_time: float,
-                       max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
-    """One LM iteration of each variant ({key: (impl, config)}, see iteration_callable; a baseline's config
-    may hold baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
-    (perflab.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
-    hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
-    from ..bench import measure_interleaved
-
-    fns, scales = {}, {}
-    for key, (impl, config) in variants.items():
-        _, fns[key], scales[key] = iteration_callable(impl, x, y, device=device, **config)
-    fns.update(extra or {})
-    ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
-                             descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
-                             device=device)
-    return {k: scaled(m, scales.get(k, 1.0)) for k, m in ms.items()}
-
-
-def fit_summary(probe, seconds: float) -> dict:
-    """What a whole fit did: iterations, time per iteration, fallbacks, frozen share."""
-    n_iter = probe.n_iter_.double()
-    c = probe.counters_
-    # per iteration = fit time / mean iterations per class: a class that stopped early costs nothing after
-    return dict(fit_s=seconds, max_iter_run=int(n_iter.max()), mean_class_iters=float(n_iter.mean()),
-                s_per_iter=seconds / max(1.0, float(n_iter.mean())), fallbacks=c["fallback_coord_iters"],
-                zero_grad_fallbacks=c["zero_grad_fallback_coord_iters"],
-                frozen_share=c.get("frozen_coords", 0) / probe.coef_.numel())
-
-
-class DataSource:
-    """The notebooks' data: generated SAE-like activations, or the user's own files in the original format
-    (`activations`: scipy CSR .npz, `labels`: labels.bin, one uint8 class per row), cut to a size."""
-
-    def __init__(self, device, n_latents: int, l0: int, seed: int, activations: str = "", labels: str = ""):
-        from .data import load_dataset
-
-        if bool(activations) != bool(labels):
-            raise ValueError("give both activations (.npz) and labels (labels.bin), or neither")
-        self.device, self.n_latents, self.l0, self.seed = device, n_latents, l0, seed
-        self.loaded = load_dataset(activations, labels, device=device) if activations else None
-        self._cache: dict = {}
-
-    @property
-    def kind(self) -> str:
-        return "your files" if self.loaded is not None else "generated"
-
-    def get(self, n_rows: int, n_classes: int, seed_offset: int = 0):
-        """(x, y) with n_rows rows and n_classes classes (the first ones of the files, capped at their size)."""
-        key = (n_rows, n_classes, seed_offset)
-        if key not in self._cache:
-            if self.loaded is None:
-                self._cache[key] = make_activations(n_rows, self.n_latents, n_classes, l0=self.l0,
-                                                    seed=self.seed + seed_offset, device=self.device)
-            else:
-                from .data import make_csr
-
-                x, y = self.loaded
-                r, c = min(n_rows, x.shape[0]), min(n_classes, y.shape[1])
-                crow = x.crow_indices()[:r + 1]
-                end = int(crow[-1])
-                self._cache[key] = (make_csr(crow, x.col_indices()[:end], x.values()[:end], (r, x.shape[1])),
-                                    y[:r, :c])
-        return self._cache[key]
+    s = summary(m)
+    return dict(ratio=m.median / floor["floor_s"], low=s["p20_s"] / floor["high"], high=s["p80_s"] / floor["low"])
