@@ -14,6 +14,7 @@ from perflab.prover.benchmark_eval import (
     evaluate_filtered,
     filtered_candidates,
     published,
+    rules_only,
 )
 from perflab.prover.data import family_kg
 from perflab.prover.datasets import (
@@ -28,7 +29,7 @@ from perflab.prover.datasets import (
 )
 from perflab.prover.engine import UnificationEngine
 from perflab.prover.kg import FIRST_PRED, SPECIAL_PREDICATES, KGFormatError, KnowledgeGraph
-from perflab.prover.mining import MiningConfig
+from perflab.prover.mining import MinedRule, MiningConfig
 from perflab.prover.policy import make_policy
 
 SIZES = {"kinship": (8544, 1068, 1074, 104, 25), "nations": (1592, 199, 201, 14, 55), "umls": (5216, 652, 661, 135, 46)}
@@ -196,6 +197,12 @@ def test_ranks_equal_a_hand_computed_case(filtered):
         assert m["MRR"] == pytest.approx((1 / r + 1) / 2)
         assert m["Hits@1"] == (1.0 if r == 1 else 0.5) and m["Hits@3"] == 1.0
     assert res.per_side["tail"]["MRR"] == 1.0 and res.ms_per_candidate > 0
+    # the rules alone (score = confidence of a rule that fires) see the same tie
+    q, p = kg.pred_id("q"), kg.pred_id("p")
+    alone = rules_only(kg, [MinedRule(q, ((p, False), (p, False)), support=1, head_size=1, body_size=2)],
+                       kg.queries["test"])
+    assert alone["metrics"]["MRR"] == pytest.approx((1 / head_rank["mean"] + 1) / 2)
+    assert alone["optimistic"]["MRR"] == 1.0
 
 
 # ---- the published table ----------------------------------------------------------------------

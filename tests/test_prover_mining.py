@@ -15,6 +15,7 @@ from perflab.prover.mining import (
     body_statistics,
     brute_force_statistics,
     mine_rules,
+    rule_confidence,
     rule_coverage,
     rules_text,
     with_rules,
@@ -134,6 +135,9 @@ def test_coverage_is_a_one_rule_proof_and_the_engine_agrees():
 
         want = torch.tensor([any(_holds(m, h, t, facts, C) for m in rules if m.head == r) for r, h, t in queries.tolist()])
         assert torch.equal(got, want) and 0 < int(want.sum()) < len(queries)
+        best = [max([m.confidence for m in rules if m.head == r and _holds(m, h, t, facts, C)], default=0.0)
+                for r, h, t in queries.tolist()]
+        assert rule_confidence(kg, rules, queries).tolist() == best
         # the engine, with limits too wide to cut anything, proves each covered query within 2 steps
         engine = UnificationEngine(with_rules(kg, rules), max_derived=4 * len(rules) + 16, max_atoms=4)
         assert bool(engine_coverage(engine, queries[got], max_depth=2).all())

@@ -98,10 +98,69 @@ def evaluate_filtered(kg, engine, policy, queries: torch.Tensor, *, batch: int =
                           sum(res.rollout.seconds for res in results.values()))
 
 
-def engine_coverage(engine, queries: torch.Tensor, max_depth: int = 2) -> torch.Tensor:
+def rules_only(kg, rules, queries: torch.Tensor, tie_break: str = "mean", seed: int = 0) -> dict:
+    """Metrics of the same filtered ranking when a candidate's score is the highest confidence of a mined rule
+    that proves it in one application (mining.rule_confidence; 0 when none does): what the rules alone rank,
+    with no prover and no policy. {"metrics", "optimistic", "pessimistic"}."""
+    from .mining import rule_confidence
+
+    out = {b: [] for b in ("mean", "optimistic", "pessimistic")}
+    for side in SIDES:
+        cs = filtered_candidates(kg, queries, side, seed)
+        scores = cs.unflatten(rule_confidence(kg, rules, cs.flat()).float(), fill=float("-inf"))
+        for b in out:
+            out[b].append(ranks(scores, cs, tie_break if b == "mean" else b))
+    return {("metrics" if b == "mean" else b): metrics(torch.cat(v)) for b, v in out.items()}
+
+
+def engine_coverage(engine, queries: torch.Tensor, max_depth: int = 2, chunk: int = 64) -> torch.Tensor:
     """[Q] bool: a proof of the query exists within max_depth steps through the engine's successors (its
-    limits included: fact window K, successor list S, atoms A). The ceiling for any policy at that depth."""
-    return prove_exhaustive(engine, queries, max_depth) > 0
+    limits included: fact window K, successor list S, atoms A). The ceiling for any policy at that depth.
+    Breadth-first (reference.prove_exhaustive), `chunk` queries at a time to bound the frontier's memory."""
+    return torch.cat([prove_exhaustive(engine, queries[i:i + chunk], max_depth) > 0
+                      for i in range(0, len(queries), chunk)] or [torch.zeros(0, dtype=torch.bool)])
+
+
+def run_benchmark(name: str, *, mining=None, max_derived: int = 16, train_updates: int = 30, n_queries: int = 24,
+                  batch: int = 128, max_depth: int = 20, compile: str = "off", seed: int = 0, device="cpu") -> dict:
+    """One dataset end to end, as study 3 runs the family graph: load and mine, the coverage ceilings of the
+    whole test split (mined rules applied once; the engine's BFS at depth <= 2), a short policy training on
+    valid, then filtered ranks of the first `n_queries` test triples. Returns the numbers as a flat dict."""
+    import time
+
+    from .data import training_queries
+    from .datasets import load_benchmark
+    from .engine import UnificationEngine
+    from .mining import MiningConfig, rule_coverage
+    from .policy import make_policy, train_policy
+
+    t0 = time.perf_counter()
+    bench = load_benchmark(name, mining if mining is not None else MiningConfig(max_rules_per_head=max_derived - 1),
+                           device=device)
+    load_s = time.perf_counter() - t0
+    kg, test = bench.kg, bench.kg.queries["test"]
+    engine = UnificationEngine(kg, max_derived=max_derived, device=device)
+    rule_cov = rule_coverage(kg, bench.mining.rules, test)
+    eng_cov = engine_coverage(engine, test.to(engine.device), max_depth=2)
+    policy = make_policy(kg, seed=seed, device=device)
+    log = train_policy(policy, engine, training_queries(kg), updates=train_updates, batch=64,
+                       max_depth=min(max_depth, 10), seed=seed)
+    res = evaluate_filtered(kg, engine, policy, test[:n_queries].to(engine.device), batch=batch, max_depth=max_depth,
+                            compile=compile, seed=seed)
+    alone = rules_only(kg, bench.mining.rules, test[:n_queries], seed=seed)
+    rate = lambda xs: sum(xs) / max(1, len(xs))  # noqa: E731
+    best = best_published_mrr(name)
+    return dict(dataset=name, rules=len(bench.mining.rules), mining_s=bench.mining.seconds, load_s=load_s,
+                K=engine.K, R=engine.R, S=engine.S, test=len(test),
+                rule_coverage=float(rule_cov.float().mean()), engine_coverage_d2=float(eng_cov.float().mean()),
+                train_s=log.seconds, train_success_first=rate(log.success[:5]), train_success_last=rate(log.success[-5:]),
+                n_queries=len(test[:n_queries]), **{k: v for k, v in res.metrics.items()},
+                **{f"{k}_{b}": v for b, m in res.bounds.items() for k, v in m.items()},
+                **{f"rules_only_{k}": v for k, v in alone["metrics"].items()},
+                positives_proved=float(torch.cat(list(res.proven.values())).float().mean()),
+                candidates=res.candidates, eval_s=res.seconds, ms_per_candidate=res.ms_per_candidate,
+                candidates_per_s=res.candidates_per_s,
+                best_published=f"{best['model']} {best['MRR']:.2f}" if best else "")
 
 
 # ---- published results ------------------------------------------------------------------------

@@ -207,33 +207,44 @@ def rules_text(kg: KnowledgeGraph, rules, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def rule_coverage(kg: KnowledgeGraph, rules, queries: torch.Tensor, max_bytes: int = 2**28,
-                  chunk: int = 65536) -> torch.Tensor:
+def rule_coverage(kg: KnowledgeGraph, rules, queries: torch.Tensor, max_bytes: int = 2**28) -> torch.Tensor:
     """[Q] bool: query r(h, t) is proved by one of `rules` with head r whose body holds on kg's facts, i.e. by
     a proof of at most 2 steps (one rule, then facts), before any engine limit. The ceiling for what rules of
-    length <= 2 applied once can reach. Dense 0/1 adjacency per oriented relation: 2R * (C+1)^2 bytes."""
+    length <= 2 applied once can reach."""
+    return rule_confidence(kg, rules, queries, max_bytes) > 0
+
+
+def rule_confidence(kg: KnowledgeGraph, rules, triples: torch.Tensor, max_bytes: int = 2**28,
+                    chunk: int = 65536) -> torch.Tensor:
+    """[T] float: the highest confidence among `rules` with head r whose body holds for (h, t) on kg's facts,
+    0 where none does (every mined rule has confidence > 0). Scores a triple by the rules alone, the way
+    rule-based link predictors do (max aggregation). Dense 0/1 adjacency per oriented relation:
+    2R * (C+1)^2 bytes, refused above max_bytes."""
     R, N = kg.n_predicates - FIRST_PRED, kg.n_constants + 1
     if 2 * R * N * N > max_bytes:
-        raise ValueError(f"rule_coverage: dense adjacency needs {2 * R * N * N:,} bytes > max_bytes={max_bytes:,}")
+        raise ValueError(f"rule_confidence: dense adjacency needs {2 * R * N * N:,} bytes > max_bytes={max_bytes:,}")
     adj = torch.zeros(2 * R, N, N, dtype=torch.bool)                 # [n_or, N, N]
     o, src, dst = _oriented(kg, "cpu")
     adj[o, src, dst] = True
     by_head: dict[int, list] = {}
     for m in rules:
-        by_head.setdefault(m.head, []).append([2 * (p - FIRST_PRED) + inv for p, inv in m.body])
-    pairs = [(i, body) for i, (r, _, _) in enumerate(queries.tolist()) for body in by_head.get(r, ())]
-    covered = torch.zeros(len(queries), dtype=torch.bool)
+        by_head.setdefault(m.head, []).append(([2 * (p - FIRST_PRED) + inv for p, inv in m.body], m.confidence))
+    triples = triples.long().cpu()
+    pairs = [(i, body, c) for i, (r, _, _) in enumerate(triples.tolist()) for body, c in by_head.get(r, ())]
+    best = torch.zeros(len(triples), dtype=torch.float64)
     for lo in range(0, len(pairs), chunk):
         part = pairs[lo:lo + chunk]
-        qi = torch.tensor([i for i, _ in part], dtype=torch.long)
-        h, t = queries[qi, 1], queries[qi, 2]
-        o1 = torch.tensor([b[0] for _, b in part], dtype=torch.long)
-        o2 = torch.tensor([b[-1] for _, b in part], dtype=torch.long)
-        two = torch.tensor([len(b) == 2 for _, b in part])
+        ti = torch.tensor([i for i, _, _ in part], dtype=torch.long)
+        h, t = triples[ti, 1], triples[ti, 2]
+        o1 = torch.tensor([b[0] for _, b, _ in part], dtype=torch.long)
+        o2 = torch.tensor([b[-1] for _, b, _ in part], dtype=torch.long)
+        two = torch.tensor([len(b) == 2 for _, b, _ in part])
+        conf = torch.tensor([c for _, _, c in part], dtype=torch.float64)
         one_hop = adj[o1, h, t]
         two_hop = (adj[o1, h, :] & adj[o2, :, t]).any(-1)            # [P]: exists z, o1(h, z) and o2(z, t)
-        covered.index_fill_(0, qi[torch.where(two, two_hop, one_hop)], True)
-    return covered
+        fires = torch.where(two, two_hop, one_hop)
+        best.scatter_reduce_(0, ti, torch.where(fires, conf, 0.0), reduce="amax")
+    return best
 
 
 # ---- the oracle -------------------------------------------------------------------------------
