@@ -101,7 +101,7 @@ def test_launch_kinds_split_a_count():
                                      "aten::cumsum": 1})
         total = 44
     kinds = launch_kinds(C(), steps=2)
-    assert kinds["matmuls (aten BLAS calls)"] == 10.5 and kinds["gradient hand-over per parameter (detach)"] == 10
+    assert kinds["matmuls (aten BLAS calls)"] == 10.5 and kinds["detach (autograd hands over each gradient; metrics)"] == 10
     assert kinds["other (elementwise, reductions, views, host reads)"] == 0.5 and sum(kinds.values()) == 22
 
 

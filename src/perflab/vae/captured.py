@@ -18,14 +18,15 @@ Why `torch.cuda.graph` and not `torch.compile(mode="reduce-overhead")`: reduce-o
 per compiled graph, and AOTAutograd splits a training step into a forward and a backward graph, with the
 optimizer outside both: three launches or more per step with Python (the autograd engine) between them. Recording
 the body by hand puts forward, backward and the Adam update into one replay. Inductor's own CUDA graphs are turned
-off inside (they would split our graph again); its kernels stay.
+off inside (they would split our graph again); its kernels stay, so "reduce-overhead" gives the kernels of
+"default" here, and "max-autotune" its tuned ones.
 
-Same math as the optimized step: the same ops in the same order; the schedule's weights are computed from the
-device step counter (int64) in float64 and cast to float32, as the host's Python floats are; randomness is drawn by aten's
-own RNG ops (inductor's `fallback_random`), in the same order from the same generator, so the same seed gives the
-same dropout masks and noise (on CUDA each replay advances the Philox offset as the eager kernels would). On CUDA
-with compile "off" the replay runs the optimized step's own kernels; inductor's fused kernels round differently
-(sums in another order), so compiled curves agree to rounding, not bit for bit.
+Same math as the optimized step: the same ops in the same order; the schedule's weights come from the device
+step counter (int64) in float64 arithmetic, cast to float32, as the host's Python floats are; randomness is
+drawn by aten's own RNG ops (inductor's `fallback_random`), in the same order from the same generator, so the
+same seed gives the same dropout masks and noise (on CUDA each replay advances the Philox offset as the eager
+kernels would). With compile "off" the step runs the optimized step's own kernels (bit for bit on a CPU);
+inductor's fused kernels round differently (sums in another order), so compiled curves agree to rounding.
 """
 from __future__ import annotations
 
@@ -61,10 +62,12 @@ class Captured:
 
 def inductor_options(compile: CompileMode, backend: Backend, device_type: str) -> dict | None:
     """`torch.compile` keywords for the captured step's `_losses` (None: eager)."""
+    from torch._inductor import list_mode_options
+
     kw = compile_kwargs(compile, backend)
     if kw is None or kw["backend"] != "inductor":
         return kw
-    options = dict(torch._inductor.list_mode_options(kw.pop("mode")))
+    options = dict(list_mode_options(kw.pop("mode")))
     options["fallback_random"] = True  # aten's RNG ops: the same draws as the optimized step, same seed
     if device_type == "cuda":
         options["triton.cudagraphs"] = False  # the whole step is one graph recorded here: no graphs inside it

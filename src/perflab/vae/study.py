@@ -121,10 +121,10 @@ def count_step_launches(tr: EagerTrainer | CapturedStep, batches) -> tuple[float
 LAUNCH_KINDS = {
     "matmuls (aten BLAS calls)": ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::t"),
     "random draws (aten RNG)": ("aten::dropout", "aten::native_dropout", "aten::randn_like", "aten::bernoulli_"),
-    "gradient hand-over per parameter (detach)": ("aten::detach", "aten::detach_"),
+    "detach (autograd hands over each gradient; metrics)": ("aten::detach", "aten::detach_"),
     "compiled-graph calls": ("compiled graph",),
     "Adam (fused) and its step count": ("aten::_fused_adam_", "aten::_foreach_add_"),
-    "input copies into static buffers": ("aten::copy_",),
+    "copies (captured: the batch into the static inputs)": ("aten::copy_",),
 }
 
 
