@@ -93,6 +93,8 @@ def test_claims_table_and_verdicts():
     assert gpu["captured_10x"] == "holds" and gpu["captured_launches"] == "holds"
     assert gpu["cpu_ops_10x"] == "not tested here"
     assert gpu["optimized_2x"] == "within noise"  # 2.0x whose p20/p80 range straddles 2x
+    none_seen = _evidence("cuda", launches={"baseline": 300.0, "optimized": 290.0, "captured": 0.0})
+    assert "infx fewer" in {r["key"]: r["measured"] for r in assess(none_seen)}["cpu_ops_10x"]  # no crash
 
 
 def test_launch_kinds_split_a_count():

@@ -16,6 +16,7 @@ Sentences with numbers are built here from the run (`assess`), never typed into 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ..bench import speedup, speedup_range, summary
 from ..verdicts import Measured, judge
@@ -117,6 +118,11 @@ def _ratio(times: dict, name: str) -> Measured:
     return Measured(v, min(lo, v), max(hi, v))
 
 
+def _fewer(launches: dict) -> float:
+    """Baseline's launches over the captured step's (inf when the profiler saw none for the captured step)."""
+    return launches["baseline"] / launches["captured"] if launches["captured"] else math.inf
+
+
 def _ms(m) -> Measured:
     s = summary(m)
     return Measured(s["median_s"] * 1e3, s["p20_s"] * 1e3, s["p80_s"] * 1e3)
@@ -157,7 +163,7 @@ def measurements(ev: Evidence) -> dict[str, tuple[Measured | None, str]]:
     out["captured_launches"] = (Measured.exact(h) if ev.device_type == "cuda" else None,
                                 f"{h:.2f} host launch calls per step into the CUDA runtime" if ev.device_type == "cuda"
                                 else f"no CUDA runtime on {dk}; {ev.launches['captured']:.1f} aten ops per step")
-    r = ev.launches["baseline"] / ev.launches["captured"]
+    r = _fewer(ev.launches)
     out["cpu_ops_10x"] = (Measured.exact(r), f"{ev.launches['baseline']:.0f} -> {ev.launches['captured']:.0f} "
                                              f"{'kernels' if ev.device_type == 'cuda' else 'aten ops'} per step: "
                                              f"{r:.1f}x fewer on {dk}")
@@ -212,7 +218,7 @@ def reading(ev: Evidence, rows: list[dict], kinds: dict[str, float]) -> list[str
     r, o = _ratio(ev.times, "captured"), _ratio(ev.times, "optimized")
     out.append(f"The captured step runs at {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}] the baseline's speed "
                f"(optimized: {o.value:.2f}x [{o.low:.2f}, {o.high:.2f}]).")
-    ratio = ev.launches["baseline"] / ev.launches["captured"]
+    ratio = _fewer(ev.launches)
     if ev.device_type != "cuda" and v["cpu_ops_10x"] != "holds":
         top = sorted(kinds.items(), key=lambda kv: -kv[1])
         out.append(f"CPU op target: {ratio:.1f}x fewer ops, short of 10x by {10 / ratio:.1f}x. The captured step's "
