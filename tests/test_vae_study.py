@@ -1,19 +1,15 @@
-"""The notebook's helpers: per-step scaling, savings and verdicts, the sweep's fit, the floor."""
+"""The notebook's helpers: per-step scaling, savings, the claims' verdicts and sentences, the sweep's fit, the
+floor, the launch breakdown."""
+import collections
+import dataclasses
+
 import pytest
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
 from perflab.vae import ModelConfig, build_model, count_parameters, single_changes
-from perflab.vae.study import (
-    SEED_TABLE,
-    fit_fixed_and_per_sample,
-    per_step,
-    range_verdict,
-    saving,
-    saving_verdict,
-    seed_claims,
-    seed_table,
-    step_floor,
-)
+from perflab.vae.claims import CLAIMS, SAVINGS, Claim, Evidence, assess, reading, saving, seed_table, verdict
+from perflab.vae.study import fit_fixed_and_per_sample, launch_kinds, per_step, step_floor
+from perflab.verdicts import Measured
 
 
 def _m(times, name="x"):
@@ -31,12 +27,18 @@ def test_saving_and_verdicts():
     base, fast = _m([10e-3, 10.2e-3, 9.8e-3, 10.1e-3]), _m([2e-3, 2.1e-3, 1.9e-3, 2.05e-3])
     s = saving(base, fast, 5000)
     assert s["median_s"] == pytest.approx(40.0, rel=0.05) and 0 < s["lo_s"] < s["median_s"] < s["hi_s"]
-    assert saving_verdict(s["median_s"], s["lo_s"], claim_lo=40.0 * 0.9) == "holds"
-    assert saving_verdict(s["median_s"], s["lo_s"], claim_lo=100.0) == "partly holds"
-    assert saving_verdict(0.5, -0.2, claim_lo=5.0) == "does not hold"   # cannot be told from zero
-    assert saving_verdict(-3.0, -5.0, claim_lo=5.0) == "does not hold"  # slower
-    assert range_verdict(0.08, 0.11, 13, 25) == "does not hold"
-    assert range_verdict(12.0, 14.0, 13, 25) == "holds"
+    claim = Claim("c", "saves 5-8 s", "5-8 s", "seed", at_least=5.0, partly=1.0)
+    assert verdict(claim, Measured(6.0, 5.5, 7.0), "cpu") == "holds"
+    assert verdict(claim, Measured(5.2, 4.0, 6.0), "cpu") == "within noise"     # straddles the claim
+    assert verdict(claim, Measured(2.2, 1.5, 4.1), "cpu") == "partly holds"     # real, but short of it
+    assert verdict(claim, Measured(2.2, 0.5, 4.1), "cpu") == "within noise"     # the smaller effect itself is noise
+    assert verdict(claim, Measured(0.2, -0.5, 0.8), "cpu") == "does not hold"
+    gpu = Claim("g", "10x on the GPU", "10x", "issue", at_least=10.0, needs="cuda")
+    assert verdict(gpu, Measured(50.0, 40.0, 60.0), "cpu") == "not tested here"
+    assert verdict(gpu, Measured(12.0, 11.0, 13.0), "cuda") == "holds"
+    fix = Claim("f", "a defect", "-", "note", at_least=1, fix=True)
+    assert verdict(fix, Measured.exact(1), "cpu") == "fixed"
+    assert verdict(Claim("z", "no syncs", "0", "issue", at_most=0), Measured.exact(3), "cpu") == "does not hold"
 
 
 def test_fit_recovers_a_line():
@@ -56,23 +58,53 @@ def test_step_floor_counts_the_matmuls():
     assert step_floor(model, 64, True, 1e30, 1e9)["bytes"] == 40 * count_parameters(model)
 
 
-def test_seed_table_and_claims():
-    names = list(single_changes())
+def _evidence(device_type="cpu", **over):
+    names = list(single_changes()) + ["captured"]
     times = {n: _m([10e-3, 10.1e-3, 9.9e-3, 10e-3], n) for n in names}
     times["optimized"] = _m([5e-3, 5.1e-3, 4.9e-3, 5e-3])
-    syncs = {n: 13.0 for n in names} | {"optimized": 0.1}
-    table = seed_table(times, syncs, 5000, "cpu")
-    assert len(table) == len(SEED_TABLE) + 1
-    assert list(table["verdict"][:4]) == ["does not hold"] * 4   # no change between equal timings
-    assert table["syncs removed per step"].iloc[-1] == pytest.approx(12.9)
-    times["baseline"] = _m([20e-3, 20e-3, 20e-3])  # 3 blocks: too few for a verdict
-    assert seed_table(times, syncs, 5000, "cpu")["verdict"].iloc[0] == "not tested here"
-    claims = seed_claims(table, {"remap_host": _m([1e-4] * 4), "remap_unique": _m([2e-4] * 4)},
-                         {"unique": 1, "__setitem__[bool mask]": 3}, True, 100, True, 5000, "cpu")
-    verdicts = {c[0]: c[3] for c in claims}
-    assert verdicts["GPU-side remap (torch.unique) removes the remap's syncs"] == "does not hold"
-    assert verdicts["Algorithm integrity: loss and curves unchanged"] == "holds"
-    assert verdicts["The separability term shapes the latent space"] == "fixed"
+    times["captured"] = _m([0.5e-3, 0.55e-3, 0.45e-3, 0.5e-3])
+    syncs = {n: 13.0 for n in names} | {"optimized": 0.1, "captured": 0.1}
+    ev = Evidence(times=times, syncs_per_step=syncs, step_syncs={"optimized": 0, "captured": 0},
+                  launches={"baseline": 240.0, "optimized": 230.0, "captured": 56.0},
+                  host_launches={"baseline": 0.0, "optimized": 0.0, "captured": 0.0},
+                  remap_times={"remap_host": _m([1e-4] * 4), "remap_unique": _m([2e-4] * 4)},
+                  unique_remap_syncs={"unique": 1, "__setitem__[bool mask]": 3},
+                  curves={"baseline = optimized": True, "optimized = captured": True}, curve_steps=100,
+                  sep_grad_steers=True, epoch_batches=5000, batch=64, device_type=device_type, device_kind=device_type)
+    return dataclasses.replace(ev, **over)
+
+
+def test_claims_table_and_verdicts():
+    rows = assess(_evidence())
+    assert [r["key"] for r in rows] == [c.key for c in CLAIMS]
+    v = {r["key"]: r["verdict"] for r in rows}
+    assert [v[k] for k, *_ in SAVINGS] == ["does not hold"] * 4    # no saving between equal timings
+    assert v["unique_syncs"] == "does not hold" and v["integrity"] == "holds" and v["sep_grad"] == "fixed"
+    assert v["optimized_2x"] == v["captured_10x"] == v["captured_launches"] == "not tested here"  # GPU-only, on a CPU
+    assert v["cpu_ops_10x"] == "partly holds"                         # 240 / 56 = 4.3x: real, short of 10x
+    assert v["optimized_syncs"] == v["captured_syncs"] == v["captured_math"] == "holds"
+    table = seed_table(_evidence(), rows)
+    assert len(table) == len(SAVINGS) + 1 and table["syncs removed per step"].iloc[-1] == pytest.approx(12.9)
+    lines = reading(_evidence(), rows, {"matmuls (aten BLAS calls)": 21.0, "other": 35.0})
+    assert "short of 10x by 2.3x" in lines[-1] and "matmuls (aten BLAS calls) 21" in lines[-1]
+    gpu = {r["key"]: r["verdict"] for r in assess(_evidence("cuda", host_launches={"baseline": 300.0,
+                                                                                   "optimized": 290.0,
+                                                                                   "captured": 3.02}))}
+    assert gpu["captured_10x"] == "holds" and gpu["captured_launches"] == "holds"
+    assert gpu["cpu_ops_10x"] == "not tested here"
+    assert gpu["optimized_2x"] == "within noise"  # 2.0x whose p20/p80 range straddles 2x
+    none_seen = _evidence("cuda", launches={"baseline": 300.0, "optimized": 290.0, "captured": 0.0})
+    assert "infx fewer" in {r["key"]: r["measured"] for r in assess(none_seen)}["cpu_ops_10x"]  # no crash
+
+
+def test_launch_kinds_split_a_count():
+    class C:
+        by_op = collections.Counter({"aten::mm": 13, "aten::addmm": 8, "aten::detach": 20, "compiled graph": 2,
+                                     "aten::cumsum": 1})
+        total = 44
+    kinds = launch_kinds(C(), steps=2)
+    assert kinds["matmuls (aten BLAS calls)"] == 10.5 and kinds["detach (autograd hands over each gradient; metrics)"] == 10
+    assert kinds["other (elementwise, reductions, views, host reads)"] == 0.5 and sum(kinds.values()) == 22
 
 
 def test_pick_clock():

@@ -6,6 +6,7 @@ import torch
 
 from ..syncs import count_host_syncs
 from .baseline import fisher_ratio_loop, remap_host, remap_unique
+from .captured import CapturedStep
 from .config import ModelConfig, TrainConfig, step_config
 from .model import ComplexLinear
 from .optimized import fisher_ratio_vectorized, remap_presence
@@ -123,3 +124,25 @@ def curves_agree(a, b, rtol: float) -> dict[str, bool]:
     """Per metric: every step of EpochLog `b` within `rtol` of `a` (relative to max(1, |a|))."""
     return {k: len(a.values[k]) == len(b.values[k]) and
             max(abs(u - v) / max(1.0, abs(u)) for u, v in zip(a.values[k], b.values[k])) < rtol for k in a.values}
+
+
+def captured_checks(captured: CapturedStep, compiled, curves: dict, batches, rtol: float) -> list[Check]:
+    """The captured step after its first epoch (`curves["captured"]`, from the same seed and data as
+    `curves["optimized"]`): compiled once (`compiled`: a CompileCounter over that epoch, none when compile is
+    "off"), its curves equal the optimized step's to `rtol`, and a batch of another shape afterwards raises
+    ValueError without running anything (no silent recompile, no replay over the wrong memory)."""
+    once = compiled.recompiles == 0 and compiled.compiles == (0 if captured.impl.compile == "off" else 1)
+    same = curves_agree(curves["optimized"], curves["captured"], rtol=rtol)
+    x, y = batches[0]
+    before, step = [p.detach().clone() for p in captured.model.parameters()], captured.step
+    try:
+        captured(x[: x.shape[0] // 2], y[: y.shape[0] // 2])
+        refused = False
+    except ValueError as e:
+        refused = "captured for" in str(e)
+    untouched = captured.step == step and all(torch.equal(p, q) for p, q in zip(before, captured.model.parameters()))
+    n = len(curves["captured"])
+    return [(f"captured: compiled once, no recompile in {n} steps", once,
+             f"{compiled.compiles} compile(s), {compiled.recompiles} recompile(s)"),
+            (f"captured: curves equal the optimized step's over {n} steps", all(same.values()), f"rtol {rtol:g}"),
+            ("captured: a batch of another shape raises, nothing runs", refused and untouched, "ValueError")]

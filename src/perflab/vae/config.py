@@ -36,12 +36,23 @@ class TrainConfig:
     num_labels: int = 6            # declared label range [0, num_labels): both groups, 0-2 and 3-5
     eps: float = 1e-6              # tr(S_B) / (tr(S_W) + eps)
 
-    def beta(self, step: int) -> float:
-        # a Python float from the host's step counter: no device value is read
-        return self.beta_max * min(1.0, step / self.beta_warmup) if self.beta_warmup > 0 else self.beta_max
+    def beta(self, step):
+        """KL weight at `step`: a host int (a Python float, nothing read from the device), or the captured
+        step's 0-d int64 device counter (a float32 device scalar, equal to the Python float cast)."""
+        return _ramp(self.beta_max, self.beta_warmup, step)
 
-    def lam(self, step: int) -> float:
-        return self.lam_max * min(1.0, step / self.lam_warmup) if self.lam_warmup > 0 else self.lam_max
+    def lam(self, step):
+        """Separability weight at `step` (as `beta`)."""
+        return _ramp(self.lam_max, self.lam_warmup, step)
+
+
+def _ramp(w_max: float, warmup: int, step):
+    """w_max * min(1, step / warmup); on a device counter the same float64 arithmetic, then float32."""
+    if warmup <= 0:
+        return w_max
+    if isinstance(step, int):
+        return w_max * min(1.0, step / warmup)
+    return (w_max * (step.double() / warmup).clamp(max=1.0)).float()  # [] float64 -> float32, as a Python float is cast
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
-"""Helpers for the 05_vae_sync notebook: sync counts per configuration, time per step, the batch
-sweep's fit, the step's floor, and the seed's table with verdicts. Each does one thing; the
-notebook calls them with its parameters."""
+"""The 05_vae_sync notebook's measurements: trainers for every implementation, host syncs and launches per
+step, time per step (interleaved rounds), the batch sweep's fit and the step's floor. Each does one thing;
+the notebook calls them with its parameters (the claims and their verdicts are in `claims.py`).
+
+An implementation is a `StepConfig` (the baseline, each single change, the optimized step: `train_epoch`
+runs it) or a `Captured` (the optimized step recorded once: a `CapturedStep` runs it). `trainer()` builds
+either from a seed, with the same `.epoch(batches)`; the notebook times, counts and plots them by name."""
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +16,10 @@ from collections.abc import Callable, Iterator
 import torch
 from torch.utils.benchmark.utils.common import Measurement
 
-from ..bench import measure_interleaved, summary
+from ..bench import measure_interleaved
+from ..launches import LaunchCounter, count_launches
 from ..syncs import count_host_syncs
+from .captured import Captured, CapturedStep
 from .config import ModelConfig, StepConfig, TrainConfig
 from .model import MixtureVAE, build_model, count_parameters, matmul_flops
 from .train import EpochLog, make_optimizer, train_epoch
@@ -47,31 +53,86 @@ def pick_clock(clock: str, device: torch.device) -> Callable[[], float] | None:
     raise ValueError(f"clock must be 'auto', 'wall' or 'cpu', got {clock!r}")
 
 
-def fresh(model_cfg: ModelConfig, seed: int, device: torch.device | str):
+def fresh(model_cfg: ModelConfig, seed: int, device: torch.device | str, *, capturable: bool = False):
     """A model and its optimizer from `seed`, with the global RNG (dropout, noise) seeded too."""
     torch.manual_seed(seed)
     model = build_model(model_cfg, seed=seed, device=device)
-    return model, make_optimizer(model)
+    return model, make_optimizer(model, capturable=capturable)
 
 
-def run(config: StepConfig, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+class EagerTrainer:
+    """`train_epoch` on one model and optimizer, counting steps across epochs (CapturedStep's interface)."""
+
+    def __init__(self, config: StepConfig, model: MixtureVAE, optimizer: torch.optim.Optimizer, train: TrainConfig):
+        self.config, self.model, self.optimizer, self.train, self.step = config, model, optimizer, train, 0
+
+    def epoch(self, batches, *, progress: bool = False, progress_file=None) -> EpochLog:
+        log = train_epoch(self.model, batches, config=self.config, optimizer=self.optimizer, train=self.train,
+                          start_step=self.step, progress=progress, progress_file=progress_file)
+        self.step += len(batches)
+        return log
+
+
+Impl = StepConfig | Captured
+
+
+def trainer(impl: Impl, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+            device: torch.device | str) -> EagerTrainer | CapturedStep:
+    """A fresh model from `seed` trained by `impl` (a captured step compiles at its first batch)."""
+    captured = isinstance(impl, Captured)
+    model, opt = fresh(model_cfg, seed, device, capturable=captured)
+    return CapturedStep(model, opt, impl, train_cfg) if captured else EagerTrainer(impl, model, opt, train_cfg)
+
+
+def run(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
         device: torch.device | str, progress_file=None) -> tuple[EpochLog, MixtureVAE]:
     """One epoch over `batches` from a fresh model: the per-step metrics and the trained model."""
-    model, opt = fresh(model_cfg, seed, device)
-    log = train_epoch(model, batches, config=config, optimizer=opt, train=train_cfg,
-                      progress=progress_file is not None, progress_file=progress_file)
-    return log, model
+    tr = trainer(impl, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+    log = tr.epoch(batches, progress=progress_file is not None, progress_file=progress_file)
+    return log, tr.model
 
 
-def count_syncs(config: StepConfig, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
                 device: torch.device | str, cuda_debug: bool = False):
     """Host syncs over one epoch of `batches` (a HostSyncCounter), after one uncounted warm-up step
-    (its first-step allocations, e.g. Adam's state, are not what the loop does every step)."""
-    model, opt = fresh(model_cfg, seed, device)
-    train_epoch(model, batches[:1], config=config, optimizer=opt, train=train_cfg, progress=False)
+    (its first-step allocations, e.g. Adam's state, and a captured step's recording are not what the loop
+    does every step). A captured step is counted in its eager form (compile "off"): the counter sees eager
+    calls only, and a compiled function called under it compiles again; the compiled form cannot hold a
+    sync (fullgraph=True refuses one) and on CUDA the recording would fail on one."""
+    if isinstance(impl, Captured):
+        impl = dataclasses.replace(impl, compile="off")
+    tr = trainer(impl, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+    tr.epoch(batches[:1])
     with count_host_syncs(cuda_debug=cuda_debug) as c:
-        train_epoch(model, batches, config=config, optimizer=opt, train=train_cfg, start_step=1, progress=False)
+        tr.epoch(batches)
     return c
+
+
+def count_step_launches(tr: EagerTrainer | CapturedStep, batches) -> tuple[float, LaunchCounter]:
+    """Launches per step over one epoch of `batches` (after one uncounted warm-up step): kernels on CUDA,
+    the aten-op proxy on CPU (`perflab.launches`). Counting runs the profiler: never time in the same call."""
+    tr.epoch(batches[:1])
+    with count_launches(next(tr.model.parameters()).device) as c:
+        tr.epoch(batches)
+    return c.total / len(batches), c
+
+
+# What each op dispatched in a CPU step is, by name (the rest: elementwise ops, reductions, views, reads)
+LAUNCH_KINDS = {
+    "matmuls (aten BLAS calls)": ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::t"),
+    "random draws (aten RNG)": ("aten::dropout", "aten::native_dropout", "aten::randn_like", "aten::bernoulli_"),
+    "detach (autograd hands over each gradient; metrics)": ("aten::detach", "aten::detach_"),
+    "compiled-graph calls": ("compiled graph",),
+    "Adam (fused) and its step count": ("aten::_fused_adam_", "aten::_foreach_add_"),
+    "copies (captured: the batch into the static inputs)": ("aten::copy_",),
+}
+
+
+def launch_kinds(c: LaunchCounter, steps: int) -> dict[str, float]:
+    """A CPU count per step split by LAUNCH_KINDS (what a profile of the step is made of)."""
+    out = {k: sum(c.by_op.get(n, 0) for n in names) / steps for k, names in LAUNCH_KINDS.items()}
+    out["other (elementwise, reductions, views, host reads)"] = c.total / steps - sum(out.values())
+    return out
 
 
 def per_step(m: Measurement, steps: int) -> Measurement:
@@ -82,51 +143,33 @@ def per_step(m: Measurement, steps: int) -> Measurement:
 
 @dataclasses.dataclass
 class TimedJob:
-    """One configuration to time: a StepConfig on its batches, with Compare's row and column names."""
-    config: StepConfig
+    """One implementation to time on its batches, with Compare's row and column names; `trainer`: an existing
+    trainer to time (a compiled captured step: no second compile), else a fresh one from the seed."""
+    impl: Impl
     batches: list
     sub_label: str
     description: str
+    trainer: EagerTrainer | CapturedStep | None = None
 
 
-def time_steps(jobs: dict[str, TimedJob], *, rounds: int, model_cfg: ModelConfig, train_cfg: TrainConfig,
+def time_steps(jobs: dict, *, rounds: int, model_cfg: ModelConfig, train_cfg: TrainConfig,
                seed: int, device: torch.device | str, progress_file, min_run_time: float, max_run_time: float,
-               timer: Callable[[], float] | None = None) -> dict[str, Measurement]:
+               timer: Callable[[], float] | None = None, label: str = "VAE training step") -> dict[str, Measurement]:
     """Time each job's epochs (the progress bar drawn into `progress_file`) with `perflab.bench.measure`,
     in `rounds` interleaved rounds (job 1, job 2, ..., job 1, job 2, ...) so a drift in the machine's
     load hits every job alike; the rounds are merged and reported per step. Each job trains its own
-    fresh model across rounds; only the first round warms up."""
-    state = {key: [*fresh(model_cfg, seed, device), 0] for key in jobs}  # model, optimizer, next step
+    model across rounds; only the first round warms up (a fresh captured step compiles there)."""
+    kw = dict(model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+    trainers = {key: job.trainer or trainer(job.impl, **kw) for key, job in jobs.items()}
 
-    def epoch(key: str) -> None:
-        model, opt, step = state[key]
-        job = jobs[key]
-        train_epoch(model, job.batches, config=job.config, optimizer=opt, train=train_cfg, start_step=step,
-                    progress=True, progress_file=progress_file)
-        state[key][2] = step + len(job.batches)
+    def epoch(key) -> None:
+        trainers[key].epoch(jobs[key].batches, progress=True, progress_file=progress_file)
 
-    times = measure_interleaved({key: (lambda key=key: epoch(key)) for key in jobs}, label="VAE training step",
+    times = measure_interleaved({key: (lambda key=key: epoch(key)) for key in jobs}, label=label,
                                 rounds=rounds, sub_labels={k: j.sub_label for k, j in jobs.items()},
                                 descriptions={k: j.description for k, j in jobs.items()}, device=device,
                                 min_run_time=min_run_time * rounds, max_run_time=max_run_time * rounds, timer=timer)
     return {key: per_step(times[key], len(jobs[key].batches)) for key in jobs}
-
-
-def saving(base: Measurement, other: Measurement, steps: int) -> dict:
-    """Seconds saved over `steps` steps by `other` vs `base`: median and a conservative range
-    (base p20 - other p80, base p80 - other p20)."""
-    b, o = summary(base), summary(other)
-    return {"median_s": (b["median_s"] - o["median_s"]) * steps,
-            "lo_s": (b["p20_s"] - o["p80_s"]) * steps, "hi_s": (b["p80_s"] - o["p20_s"]) * steps}
-
-
-def saving_verdict(median: float, lo: float, claim_lo: float) -> str:
-    """'holds' when the saving is real (its conservative range is above 0) and its median reaches the
-    claim's low end; 'partly holds' when it is real but smaller; 'does not hold' when it cannot be
-    told from zero, or is negative."""
-    if lo <= 0:
-        return "does not hold"
-    return "holds" if median >= claim_lo else "partly holds"
 
 
 def fit_fixed_and_per_sample(batch_sizes: list[int], seconds: list[float]) -> dict:
@@ -150,81 +193,3 @@ def step_floor(model: MixtureVAE, batch: int, sep_grad: bool, flops_per_s: float
     t_flops, t_bytes = flops / flops_per_s, bytes_ / bytes_per_s
     return {"flops": flops, "bytes": bytes_, "flops_s": t_flops, "bytes_s": t_bytes,
             "floor_s": max(t_flops, t_bytes), "bound": "FLOPs" if t_flops >= t_bytes else "bytes"}
-
-
-# ---- the seed's table -------------------------------------------------------------------------
-
-# Each seed claim as (what it says, the seed's numbers, claimed saving per 5000-batch epoch in s,
-# the configuration before and after the change as single_changes() names them).
-SEED_TABLE = [
-    ("Label remapping GPU-side (torch.unique)", "60-115 s/epoch", (60.0, 115.0),
-     "baseline", "remap torch.unique (seed 1)"),
-    ("Lazy metric extraction (tensors in the dict)", "40 s/epoch", (40.0, 40.0),
-     "baseline", "metrics on device, read every step (seed 2)"),
-    ("Deferred CPU calls (read at display time)", "5-8 s/epoch", (5.0, 8.0),
-     "metrics on device, read every step (seed 2)", "metrics on device, read every N (seed 3)"),
-    ("Total of the three", "2-5 min/epoch (105-163 s in its table)", (105.0, 300.0),
-     "baseline", "seed's three together"),
-]
-
-
-MIN_BLOCKS = 4  # fewer timed blocks than this per side: the p20/p80 range means little, no verdict
-
-
-def seed_table(times: dict[str, Measurement], syncs: dict[str, float], epoch_batches: int, device_kind: str):
-    """The seed's table with measured values: per-step saving, its extrapolation to an epoch of
-    `epoch_batches` steps with a conservative range, syncs removed per step, and a verdict ("not
-    tested here" when either timing has fewer than MIN_BLOCKS blocks)."""
-    import pandas as pd
-
-    rows = []
-    for what, claim, (lo, hi), before, after in SEED_TABLE:
-        s = saving(times[before], times[after], epoch_batches)
-        enough = min(summary(times[before])["n"], summary(times[after])["n"]) >= MIN_BLOCKS
-        verdict = saving_verdict(s["median_s"], s["lo_s"], lo) if enough else "not tested here"
-        rows.append({"change": what, "seed claim": claim,
-                     "measured saving per step": f"{s['median_s'] / epoch_batches * 1e3:+.3f} ms",
-                     f"per {epoch_batches}-batch epoch": f"{s['median_s']:+.1f} s [{s['lo_s']:+.1f}, {s['hi_s']:+.1f}]",
-                     "syncs removed per step": round(syncs[before] - syncs[after], 2),
-                     "verdict": verdict, "device": device_kind,
-                     "_claim_range_s": (lo, hi), "_saving": s})
-    s = saving(times["baseline"], times["optimized"], epoch_batches)
-    rows.append({"change": "All changes here (optimized, same math)", "seed claim": "-",
-                 "measured saving per step": f"{s['median_s'] / epoch_batches * 1e3:+.3f} ms",
-                 f"per {epoch_batches}-batch epoch": f"{s['median_s']:+.1f} s [{s['lo_s']:+.1f}, {s['hi_s']:+.1f}]",
-                 "syncs removed per step": round(syncs["baseline"] - syncs["optimized"], 2),
-                 "verdict": "-", "device": device_kind, "_claim_range_s": None, "_saving": s})
-    return pd.DataFrame(rows)
-
-
-def range_verdict(measured_lo: float, measured_hi: float, claim_lo: float, claim_hi: float) -> str:
-    """'holds' when the measured range overlaps the claimed one, else 'does not hold'."""
-    return "holds" if measured_hi >= claim_lo and measured_lo <= claim_hi else "does not hold"
-
-
-def seed_claims(table, remap_times: dict[str, Measurement], unique_remap_syncs: dict, curves_identical: bool,
-                curve_steps: int, sep_grad_steers: bool, epoch_batches: int, device_kind: str) -> list[tuple]:
-    """Every seed claim as (claim, what the seed says, what was measured here, verdict)."""
-    out = []
-    for (what, seed_says, _, _, _), (_, row) in zip(SEED_TABLE, table.iterrows()):
-        s = row["_saving"]
-        out.append((f"{what} saves {seed_says} ({epoch_batches}-batch epoch)", seed_says,
-                    f"{s['median_s']:+.1f} s [{s['lo_s']:+.1f}, {s['hi_s']:+.1f}] per epoch on {device_kind}",
-                    row["verdict"]))
-    ms = {k: (summary(m)["p20_s"] * 1e3, summary(m)["p80_s"] * 1e3) for k, m in remap_times.items()}
-    for impl, claim, (lo, hi) in (("remap_host", "CPU round-trip remap costs 13-25 ms per batch", (13.0, 25.0)),
-                                  ("remap_unique", "GPU-side remap costs ~1-2 ms per batch", (1.0, 2.0))):
-        out.append((claim, f"{lo:g}-{hi:g} ms", f"{ms[impl][0]:.3f}-{ms[impl][1]:.3f} ms (p20-p80) on {device_kind}",
-                    range_verdict(*ms[impl], lo, hi)))
-    n = sum(unique_remap_syncs.values())
-    out.append(("GPU-side remap (torch.unique) removes the remap's syncs", "GPU-side only",
-                f"{n} syncs per call ({unique_remap_syncs}) vs 2 for the CPU round trip; the presence table: 0",
-                "does not hold" if n > 0 else "holds"))
-    out.append(("Algorithm integrity: loss and curves unchanged", "NO changes to forward pass, loss, gradient flow",
-                f"baseline vs optimized identical to rounding over {curve_steps} steps: {curves_identical}",
-                "holds" if curves_identical else "does not hold"))
-    out.append(("The separability term shapes the latent space",
-                "computed under no_grad in the origin (research note)",
-                f"with sep_grad=True its gradient reaches the encoder (weights differ: {sep_grad_steers})",
-                "fixed" if sep_grad_steers else "does not hold"))
-    return out

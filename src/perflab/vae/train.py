@@ -33,10 +33,11 @@ class BadLabelsError(ValueError):
     """Labels outside the declared range reached a sync-free step; raised at the next host read."""
 
 
-def make_optimizer(model: torch.nn.Module, lr: float = 1e-3) -> torch.optim.Optimizer:
+def make_optimizer(model: torch.nn.Module, lr: float = 1e-3, *, capturable: bool = False) -> torch.optim.Optimizer:
     # fused: one kernel for all parameters, and no .item() on CPU step counters (the for-loop and
-    # foreach Adams read them on the host each step: not a device sync, but noise in the counts)
-    return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+    # foreach Adams read them on the host each step: not a device sync, but noise in the counts).
+    # capturable: safe inside a CUDA graph (the captured step); the fused kernel and its math are the same
+    return torch.optim.Adam(model.parameters(), lr=lr, fused=True, capturable=capturable)
 
 
 def check_batch(x: torch.Tensor, y: torch.Tensor, input_dim: int, step: int) -> None:
@@ -49,9 +50,10 @@ def check_batch(x: torch.Tensor, y: torch.Tensor, input_dim: int, step: int) -> 
         raise ValueError(f"step {step}: labels must be [{x.shape[0]}] to match x, got {tuple(getattr(y, 'shape', ()))}")
 
 
-def step_losses(model: MixtureVAE, x: torch.Tensor, y: torch.Tensor, step: int, sc: StepConfig,
+def step_losses(model: MixtureVAE, x: torch.Tensor, y: torch.Tensor, step: int | torch.Tensor, sc: StepConfig,
                 tc: TrainConfig) -> dict[str, torch.Tensor]:
-    """Forward pass and losses of one step: loss = nll + beta * kl - lambda * J (J = separability)."""
+    """Forward pass and losses of one step: loss = nll + beta * kl - lambda * J (J = separability).
+    `step`: the host's step count, or a 0-d int64 device counter (the captured step: no host value)."""
     remapped = REMAPS[sc.remap](y, tc.num_labels)
     logits, mu, logvar = model(x)
     nll = mixture_nll(x, logits, model.cfg.sigma)

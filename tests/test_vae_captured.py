@@ -1,0 +1,156 @@
+"""The captured step: the optimized step's math (bit for bit in its eager form, to rounding compiled), no host
+sync inside, far fewer launches than the baseline, and a clear error for a batch it was not captured for.
+One inductor compile for the whole module (the `compiled` fixture)."""
+import pytest
+import torch
+
+from perflab.compiles import count_compiles
+from perflab.launches import count_launches
+from perflab.syncs import assert_no_host_syncs, count_host_syncs
+from perflab.vae import BadLabelsError, ModelConfig, TrainConfig, make_batches, step_config
+from perflab.vae.captured import Captured, _Ring
+from perflab.vae.study import count_step_launches, torch_threads, trainer
+
+SMALL = ModelConfig(hidden=(32, 16), latent=8)
+TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5)  # beta and lambda ramp within the test's steps
+SC = step_config("optimized", sep_grad=False, log_every=4)  # the baseline's math: same curves as the baseline
+KW = dict(model_cfg=SMALL, train_cfg=TC, seed=0, device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # the module's fixtures run before conftest's per-test thread setting: one thread for all of them, so
+    # eager results compare bit for bit (another thread count splits the matmuls differently)
+    with torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def batches():
+    return make_batches(10, batch=64, group=1, seed=0, per_kind=12)
+
+
+@pytest.fixture(scope="module")
+def optimized(batches):
+    tr = trainer(SC, **KW)
+    return tr.epoch(batches), tr.model
+
+
+@pytest.fixture(scope="module")
+def compiled(batches):
+    """A captured step compiled by inductor (the module's one compile), after one epoch over `batches`."""
+    torch._dynamo.reset()
+    tr = trainer(Captured(SC, compile="default"), **KW)
+    with count_compiles() as cc:
+        log = tr.epoch(batches)
+    yield tr, log, cc
+    torch._dynamo.reset()
+
+
+def test_compiled_step_equals_the_optimized_step(compiled, optimized):
+    tr, log, cc = compiled
+    assert cc.compiles == 1 and cc.recompiles == 0 and cc.graphs == 1  # forward, losses, metric write: one graph
+    opt_log, opt_model = optimized
+    # inductor's fused kernels sum in another order than eager's: float32 rounding (~1e-7 relative), which Adam
+    # carries into the weights; 1e-5 leaves room. Other dropout masks or noise differ by 1e-3 from the first step.
+    for p, q in zip(opt_model.parameters(), tr.model.parameters()):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+    for k in ("loss", "nll", "kl", "sep"):
+        torch.testing.assert_close(torch.tensor(log.values[k]), torch.tensor(opt_log.values[k]), rtol=1e-5, atol=1e-5)
+    assert log.steps == list(range(10)) and log.reads == 3          # read after steps 4, 8 and at the end
+    assert log.values["loss"][0] != log.values["loss"][-1]
+
+
+def test_eager_form_is_bit_identical_to_the_optimized_step(batches, optimized):
+    # the schedule's weights from the device counter equal the host's Python floats cast to float32
+    tr = trainer(Captured(SC, compile="off"), **KW)
+    log = tr.epoch(batches)
+    opt_log, opt_model = optimized
+    assert all(torch.equal(p, q) for p, q in zip(opt_model.parameters(), tr.model.parameters()))
+    assert log.values == opt_log.values
+
+
+def test_launches_baseline_vs_captured(batches, compiled):
+    tr, _, _ = compiled
+    base, b = count_step_launches(trainer(step_config("baseline"), **KW), batches[:4])
+    cap, c = count_step_launches(tr, batches[:4])
+    assert c.graph_calls == 2 * 4                         # per step: the forward graph and its backward graph
+    assert c.by_op["aten::copy_"] == 2 * 4                # per step: x and y into the static buffers
+    assert c.by_op["aten::_fused_adam_"] == 4             # one fused update for all parameters
+    assert c.by_op["aten::detach"] == 4 * sum(1 for _ in tr.model.parameters())  # autograd's hand-over per grad
+    # the CPU proxy: the baseline dispatches ~4x the captured step's ops (the issue's 10x is missed on a CPU,
+    # where inductor leaves matmuls and aten's RNG to aten: the notebook shows the breakdown)
+    assert base >= 200 and cap <= 60 and base >= 4 * cap
+
+
+def test_no_host_sync_inside_the_step(batches):
+    # the counter sees eager calls only (module doc of perflab.syncs): count the step's eager form, the same
+    # code that the compiled form compiles with fullgraph=True (which refuses any host read)
+    tr = trainer(Captured(SC, compile="off"), **KW)
+    tr(*batches[0])
+    with assert_no_host_syncs():
+        for x, y in batches[1:4]:
+            tr(x, y)
+    with count_host_syncs() as c:
+        tr.epoch(batches)
+    assert c.by_op == {"tolist": 3}                       # 10 steps, log_every 4: the ring is read 3 times
+
+
+def test_a_batch_it_was_not_captured_for_is_refused(compiled, batches):
+    tr, _, _ = compiled
+    x, y = batches[0]
+    step, before = tr.step, [p.detach().clone() for p in tr.model.parameters()]
+    with count_compiles() as cc:
+        with pytest.raises(ValueError, match=r"x is \(32, 256\).*captured for \(64, 256\)"):
+            tr(x[:32], y[:32])
+        with pytest.raises(ValueError, match=r"y is \(64,\) torch.int32.*captured for \(64,\) torch.int64"):
+            tr(x, y.int())
+        with pytest.raises(ValueError, match=r"x must be \[batch, 256\]"):
+            tr(x[:, :100], y)
+    assert cc.compiles == 0 and tr.step == step           # no silent recompile, nothing ran
+    assert all(torch.equal(p, q) for p, q in zip(before, tr.model.parameters()))
+
+
+def test_bad_labels_are_reported_at_the_next_read(batches):
+    bad = [(x, y.clone()) for x, y in batches[:6]]
+    bad[2][1][5] = 11
+    tr = trainer(Captured(SC, compile="off"), **KW)
+    with pytest.raises(BadLabelsError, match=r"\[0, 6\) \(step 2: 1\)"):
+        tr.epoch(bad)
+
+
+def test_ring_keeps_the_newest_rows_in_order():
+    ring = _Ring(3, torch.device("cpu"))
+    for i in range(5):  # what the step does on the device, then what the host mirrors
+        ring.buf[int(ring.slot)] = float(i)
+        ring.slot.copy_((ring.slot + 1) % 3)
+        ring.advance()
+    assert [r["loss"] for r in ring.read()] == [2.0, 3.0, 4.0]
+    assert ring.read() == []
+
+
+def test_only_sync_free_steps_can_be_captured():
+    with pytest.raises(ValueError, match="sync-free switches"):
+        Captured(step_config("baseline")).check()
+    with pytest.raises(ValueError, match="yielded no batch"):
+        trainer(Captured(SC, compile="off"), **KW).epoch([])
+
+
+@pytest.mark.gpu
+def test_cuda_one_replay_per_step_same_math_no_sync():
+    dev = torch.device("cuda")
+    data = make_batches(8, batch=64, group=1, seed=0, per_kind=12, device=dev)
+    kw = dict(KW, device=dev)
+    ref = trainer(SC, **kw)
+    ref.epoch(data)
+    tr = trainer(Captured(SC, compile="off"), **kw)
+    tr.epoch(data)
+    # the replay runs the optimized step's own kernels with the same Philox offsets: rounding at most
+    for p, q in zip(ref.model.parameters(), tr.model.parameters()):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+    with count_launches() as c, assert_no_host_syncs(cuda_debug=True) as s:
+        for x, y in data[:4]:
+            tr(x, y)
+    assert c.runtime_launches <= 3 * 4 and c.kernels > 4 * 20 and s.cuda_debug_warnings == 0
+    with pytest.raises(ValueError, match="captured for"):
+        tr(*[t[:32] for t in data[0]])
