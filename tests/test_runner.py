@@ -1,4 +1,5 @@
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -39,29 +40,39 @@ def test_bad_requests_are_refused_before_anything_runs(nb_dir, tmp_path, capsys,
     assert not out.exists()  # nothing ran
 
 
-def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capsys):
+def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capfd, monkeypatch):
     out = tmp_path / "out"
-    # -p applies to every notebook named, so run them as two requests sharing one run folder
-    assert main(["run", "failing", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
-    err = capsys.readouterr().err
-    assert "failing: FAILED at cell 2" in err and "RuntimeError: planted failure with x=1" in err
+    monkeypatch.chdir(tmp_path)  # where the user runs the command: relative paths resolve from here
+    # -p applies to every notebook named, so run them as two requests sharing one run folder. With -p, papermill
+    # injects a cell after the parameters cell: the failure is still reported at the source notebook's cell 3.
+    assert main(["run", "failing", "-p", "x=2", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
+    err = capfd.readouterr().err
+    assert "failing: FAILED at cell 3 of 4 (In [4] in the executed notebook)" in err
+    assert "RuntimeError: planted failure with x=2" in err
     assert main(["run", "tiny", "-p", "n=4", "-p", "label=yo", "--notebooks", str(nb_dir), "--out", str(out),
                  "--no-progress"]) == 0
+    assert "without encryption" not in capfd.readouterr().err  # the kernel talks over IPC, not TCP
     executed = nbformat.read(out / "tiny.ipynb", as_version=4)
     assert "yo [0.0, 1.0, 4.0, 9.0]" in "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    runs = {r["study"]: r for r in rows if r["kind"] == "run"}
-    assert runs["failing"]["status"] == "failed" and runs["failing"]["cell"] == 2
+    runs = {r["study"]: r for r in rows if r["kind"] == "run"}  # each study's last status row
+    assert runs["failing"]["status"] == "failed" and (runs["failing"]["cell"], runs["failing"]["cells"]) == (3, 4)
     assert runs["tiny"]["status"] == "ok" and runs["tiny"]["params"] == {"n": 4, "label": "yo"}
     value = next(r for r in rows if r["kind"] == "value")
     assert value["value"] == 14.0 and value["params"]["n"] == 4
+    # one execution, one id: the runner's status rows ("started", "ok") and the notebook's rows share it
+    tiny_ids = {r["run_id"] for r in rows if r["study"] == "tiny"}
+    assert tiny_ids == {runs["tiny"]["run_id"]}
+    assert [r["status"] for r in rows if r["study"] == "tiny" and r["kind"] == "run"] == ["started", "ok"]
+    note = next(r["text"] for r in rows if r["kind"] == "note")
+    assert note == f"relative paths resolve from {tmp_path}"  # $PERFLAB_CWD, not the notebooks' folder
     report = (out / "REPORT.md").read_text()
-    assert "**failed**" in report and "sum of squares" in report
+    assert "**failed**" in report and "sum of squares" in report and "cell 3 of 4" in report
 
 
 def test_a_failing_notebook_does_not_stop_the_others(nb_dir, tmp_path, capsys):
     out = tmp_path / "out"
-    (nb_dir / "tiny.ipynb").rename(nb_dir / "zz_tiny.ipynb")
+    (nb_dir / "tiny.ipynb").rename(nb_dir / "zz_tiny.ipynb")  # zz_tiny's schema comes from its cell
     assert main(["run", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
     assert (out / "zz_tiny.ipynb").exists()  # ran after the failure
     assert "1 of 2 notebook(s) failed" in capsys.readouterr().err
@@ -79,6 +90,12 @@ def test_preset_values_are_applied(nb_dir, tmp_path):
 
 
 def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
+    # nbval runs with notebooks/conftest.py beside the notebook and no $PERFLAB_OUT, in a checkout of its own
+    # ($PERFLAB_ROOT): the notebook's results go to a temporary folder, never into the checkout's outputs/local.
+    shutil.copy(Path(__file__).resolve().parents[1] / "notebooks" / "conftest.py", nb_dir / "conftest.py")
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "perflab"\n')
     path = nb_dir / "tiny.ipynb"
     assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
                  "--no-progress"]) == 0
@@ -92,9 +109,11 @@ def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
     assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
                  "--no-progress"]) == 0
     assert path.read_text() == first  # a second refresh changes nothing
+    env = {k: v for k, v in os.environ.items() if k != "PERFLAB_OUT"} | {"PERFLAB_ROOT": str(root)}
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                          "--nbval-current-env", str(path)], capture_output=True, text=True, cwd=tmp_path)
+                          "--nbval-current-env", str(path)], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stdout[-2000:]
+    assert not (root / "outputs").exists()
 
 
 def test_refresh_keeps_the_committed_notebook_when_it_fails(nb_dir, tmp_path):

@@ -115,7 +115,7 @@ def test_compare_pairs_rows_and_lists_the_unpaired(tmp_path):
     assert [r.get("impl") for r in c.only_b] == ["recycle"]
     md = to_markdown(c, a, b, "a", "b")
     assert "Parameters of every row: batch=64" in md
-    assert "| step / B=64 / baseline | 40 ms | 30 ms | 0.75 | 0.75-0.75 |" in md
+    assert "| step / B=64 / baseline | 40.0 ms | 30.0 ms | 0.750 | 0.750-0.750 |" in md
     assert "Only in A" in md and "optimized" in md and "Only in B" in md and "recycle" in md
 
 

@@ -1,0 +1,72 @@
+"""Ctrl-C during `perflab run`: one line, an "interrupted" status, the notebook marked at the cell it reached,
+the rows written so far kept, and a report that shows the study as interrupted (never as an earlier "ok")."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from perflab.report import build
+
+FIXTURES = Path(__file__).parent / "fixtures" / "interrupt"
+
+
+def _perflab(*args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "perflab.cli", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.slow  # two notebook executions (~10 s each on a loaded 2-core box)
+def test_ctrl_c_is_recorded_where_it_stopped(tmp_path):
+    out, marker = tmp_path / "out", tmp_path / "marker"
+    run = ["run", "sleepy", "--notebooks", str(FIXTURES), "--out", str(out), "--no-progress"]
+    first = _perflab(*run)                            # an earlier execution that finished: "ok"
+    assert first.wait(timeout=300) == 0, first.communicate()[1]
+
+    proc = _perflab(*run, env={**os.environ, "SLEEPY_MARKER": str(marker)})
+    deadline = time.time() + 300
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), proc.communicate()[1]
+    os.killpg(proc.pid, signal.SIGINT)                # what Ctrl-C in a terminal sends: the whole process group
+    _, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 130
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err  # one line, no traceback (nor a kernel's)
+    assert "sleepy: INTERRUPTED at cell 5 of 6" in lines[0] and "its rows so far are kept" in lines[0]
+    kernel = int(marker.read_text())
+    for _ in range(50):                               # the kernel is shut down, not left running
+        try:
+            os.kill(kernel, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"kernel {kernel} still running")
+
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    last_id = rows[-1]["run_id"]
+    last = [r for r in rows if r["run_id"] == last_id]
+    assert [(r["kind"], r.get("status") or r.get("metric")) for r in last] == [
+        ("run", "started"), ("value", "before the wait"), ("run", "interrupted")]  # finished rows kept
+    assert (last[-1]["cell"], last[-1]["cells"]) == (5, 6)
+
+    nb = nbformat.read(out / "sleepy.ipynb", as_version=4)
+    assert nb.metadata["perflab"] == {"status": "interrupted", "cell": 5}
+    banner, cells = nb.cells[0], nb.cells[1:]
+    assert "Interrupted" in banner.source and "cell 5 of 6" in banner.source
+    assert cells[4].metadata.papermill["status"] == "interrupted"
+    assert [o.get("ename") for o in cells[4].outputs] == ["KeyboardInterrupt"]
+    assert cells[5].metadata.papermill["status"] == "pending" and cells[5].outputs == []  # never ran
+
+    report = build(out)
+    summary = report.split("## Environment")[0]
+    assert "| sleepy | **interrupted** |" in summary and "| ok |" not in summary
+    assert "1 earlier execution(s)" in report
+    assert "| ok |" in build(out, all_runs=True)     # the earlier execution is still there, apart
