@@ -1,5 +1,6 @@
 """Ctrl-C during `perflab run`: one line, an "interrupted" status, the notebook marked at the cell it reached,
-the rows written so far kept, and a report that shows the study as interrupted (never as an earlier "ok")."""
+the rows written so far kept, and a report that shows the study as interrupted (never as an earlier "ok").
+A kernel that dies is recorded the same way, as failed at its cell."""
 import json
 import os
 import signal
@@ -70,3 +71,18 @@ def test_ctrl_c_is_recorded_where_it_stopped(tmp_path):
     assert "| sleepy | **interrupted** |" in summary and "| ok |" not in summary
     assert "1 earlier execution(s)" in report
     assert "| ok |" in build(out, all_runs=True)     # the earlier execution is still there, apart
+
+
+@pytest.mark.slow  # one notebook execution
+def test_a_kernel_that_dies_is_recorded_at_its_cell(tmp_path, monkeypatch, capsys):
+    from perflab.cli import main
+
+    monkeypatch.setenv("SLEEPY_DIE", "1")
+    out = tmp_path / "out"
+    assert main(["run", "sleepy", "--notebooks", str(FIXTURES), "--out", str(out), "--no-progress"]) == 1
+    assert "sleepy: FAILED at cell 5 of 6: DeadKernelError: Kernel died" in capsys.readouterr().err
+    nb = nbformat.read(out / "sleepy.ipynb", as_version=4)
+    assert nb.metadata["perflab"] == {"status": "failed", "cell": 5}
+    assert nb.cells[5].metadata.papermill["status"] == "failed"
+    assert nb.cells[6].metadata.papermill["status"] == "pending"  # papermill alone says "completed"
+    assert "| sleepy | **failed** |" in build(out)

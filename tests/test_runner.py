@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from perflab.cli import main
+from perflab.report import build
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 
@@ -89,7 +90,7 @@ def test_preset_values_are_applied(nb_dir, tmp_path):
     assert row["value"] == 2.0 * (0 + 1 + 4 + 9 + 16)
 
 
-def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
+def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path, monkeypatch):
     # nbval runs with notebooks/conftest.py beside the notebook and no $PERFLAB_OUT, in a checkout of its own
     # ($PERFLAB_ROOT): the notebook's results go to a temporary folder, never into the checkout's outputs/local.
     shutil.copy(Path(__file__).resolve().parents[1] / "notebooks" / "conftest.py", nb_dir / "conftest.py")
@@ -106,9 +107,10 @@ def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
     assert all(c.execution_count for c in code_cells)
     assert "x [0.0, 1.0, 4.0]" in code_cells[-1].outputs[0]["text"]
     first = path.read_text()
-    assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
-                 "--no-progress"]) == 0
+    monkeypatch.setenv("PERFLAB_OUT", str(tmp_path / "env-out"))  # no --out: $PERFLAB_OUT says where results go
+    assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--no-progress"]) == 0
     assert path.read_text() == first  # a second refresh changes nothing
+    assert "sum of squares" in (tmp_path / "env-out" / "results.jsonl").read_text()
     env = {k: v for k, v in os.environ.items() if k != "PERFLAB_OUT"} | {"PERFLAB_ROOT": str(root)}
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
                           "--nbval-current-env", str(path)], capture_output=True, text=True, cwd=tmp_path, env=env)
@@ -151,3 +153,23 @@ def test_schema_mismatches_names_what_differs(nb_dir):
     assert schema_mismatches(nb_dir / "tiny.ipynb", Good) == []
     assert schema_mismatches(nb_dir / "tiny.ipynb", Bad) == ["n: cell says int, Bad says float",
                                                               "n: cell default 3, Bad default 4.0"]
+
+
+def test_a_direct_papermill_run_never_replaces_what_a_report_links(nb_dir, tmp_path, monkeypatch):
+    import papermill
+
+    out = tmp_path / "out"
+    assert main(["run", "tiny", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 0
+    report = (out / "REPORT.md").read_text()
+    [link] = [line.split("(", 1)[1].rstrip(")") for line in report.splitlines() if line.startswith("![squares]")]
+    plot = out / link
+    before = plot.read_text()
+    assert link.startswith("tiny/") and "n=3" in before
+    # the README's direct command, whose results go to the same folder ($PERFLAB_OUT or outputs/local)
+    monkeypatch.setenv("PERFLAB_OUT", str(out))
+    papermill.execute_notebook(str(nb_dir / "tiny.ipynb"), str(tmp_path / "direct.ipynb"), parameters={"n": 5},
+                               progress_bar=False, cwd=str(nb_dir))
+    assert plot.read_text() == before                 # the plot the first report links is untouched
+    again = build(out)
+    assert f"({link})" not in again and "n=5" in again  # the new report shows the latest execution only...
+    assert "| tiny | no status |" in again            # ...and does not claim the runner's "ok" for it

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", dest="preset", default=None, help="preset: params/PRESET/<notebook>.yaml")
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE",
                    help="override one parameter (typed like papermill's -p)")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default: outputs/local)")
+    p.add_argument("--out", type=Path, default=None, help="run folder (default: $PERFLAB_OUT, else outputs/local)")
     p.add_argument("--params-dir", type=Path, default=None, help="preset root (default: <repo>/params)")
     p.add_argument("--no-report", action="store_true", help="do not write REPORT.md afterwards")
     _common(p)
@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("refresh", help="re-execute committed notebooks in place on their defaults")
     p.add_argument("names", nargs="*")
-    p.add_argument("--out", type=Path, default=None, help="where their results go (default: outputs/local)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where their results go (default: $PERFLAB_OUT, else outputs/local)")
     _common(p)
 
     p = sub.add_parser("sweep", help="one papermill run per grid point, through submitit (local or Slurm)")
@@ -111,7 +112,10 @@ def cmd_list(args) -> int:
 
 
 def _out(args) -> Path:
-    return (args.out or repo_root() / "outputs" / "local").resolve()
+    """--out, else $PERFLAB_OUT, else outputs/local in the checkout (what `make run` reports on)."""
+    import os
+
+    return Path(args.out or os.environ.get("PERFLAB_OUT") or repo_root() / "outputs" / "local").resolve()
 
 
 def _report(out: Path) -> Path:

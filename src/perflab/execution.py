@@ -10,8 +10,10 @@ pairs one execution's status with another's results.
 
 Ctrl-C (KeyboardInterrupt) while a notebook runs: the executed notebook is marked at the cell it reached (an
 error output on that cell, the cells after it left pending, a banner on top), an "interrupted" status row is
-written, the rows the notebook already wrote stay, and `Interrupted` is raised for the caller to stop on.
-Cells are numbered from 1 as in the source notebook: papermill's injected-parameters cell is not counted.
+written, the rows the notebook already wrote stay, and `Interrupted` is raised for the caller to stop on. A kernel
+that dies or a cell that times out is marked the same way, as "failed" (papermill alone would call every cell
+completed). Cells are numbered from 1 as in the source notebook: papermill's injected-parameters cell is not
+counted.
 """
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ import contextlib
 import dataclasses
 import os
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
 
-INTERRUPTED_TAG = "perflab-interrupted"        # the banner cell put on top of an interrupted notebook
+STOPPED_TAG = "perflab-stopped"  # the banner put on top of a notebook interrupted, or failed outside a cell
 _PAPERMILL_BANNER = "papermill-error-cell-tag"  # the banner papermill puts on top of a failed notebook
 _INJECTED = "injected-parameters"
 
@@ -66,17 +69,19 @@ class Interrupted(KeyboardInterrupt):
         self.outcome = outcome
 
 
-def _kernel_manager_class(stderr):
+def _kernel_manager_class(stderr, sockets: str):
     """The kernel's own stderr (ipykernel's log lines, not the cells' output, which goes into the notebook) is
     written to `stderr`, an open file, instead of the terminal: a Ctrl-C that stops a kernel mid-reply makes it
-    log a traceback, which belongs in a file. Where the OS has them, kernels talk to us over local IPC sockets:
-    no TCP port is opened, and ipykernel has no reason to warn that it "is running over TCP without encryption"."""
+    log a traceback, which belongs in a file. Where the OS has them, kernels talk to us over local IPC sockets
+    in `sockets`, a private folder of this execution's: no TCP port is opened (ipykernel has no reason to warn
+    that it "is running over TCP without encryption"), and kernels running side by side never share a socket."""
     from jupyter_client.manager import AsyncKernelManager
 
     class PerflabKernelManager(AsyncKernelManager):
         def __init__(self, **kw):
             if os.name == "posix":
                 kw.setdefault("transport", "ipc")
+                kw.setdefault("ip", os.path.join(sockets, "kernel"))  # sockets kernel-1, kernel-2, ...
             super().__init__(**kw)
 
         async def start_kernel(self, **kw):
@@ -125,8 +130,9 @@ def _locate(cells: list, index: int) -> tuple[int, int, int | None]:
     return number, len(source), cells[index].get("execution_count")
 
 
-def _mark_interrupted(output: Path) -> tuple[int, int, int | None] | None:
-    """Mark the executed notebook as interrupted at the last cell that started; the cells after it never ran
+def _mark_stopped(output: Path, status: str, ename: str, evalue: str) -> tuple[int, int, int | None] | None:
+    """Mark the executed notebook as stopped ("interrupted", or "failed" when the kernel died or a cell timed out)
+    at the last cell that started, with `ename: evalue` as that cell's error; the cells after it never ran
     (papermill's own bookkeeping calls them completed). -> the cell's place (see `_locate`), or None."""
     import nbformat
 
@@ -141,19 +147,19 @@ def _mark_interrupted(output: Path) -> tuple[int, int, int | None] | None:
             c.metadata.setdefault("papermill", {}).update(status="pending", start_time=None, end_time=None,
                                                           duration=None, exception=None)
     place = _locate(cells, at) if at is not None else None
-    text = "interrupted (Ctrl-C) while this cell ran; the cells below it did not run"
     if at is not None:
         cell = cells[at]
-        cell.metadata.setdefault("papermill", {}).update(status="interrupted", exception=True)
+        cell.metadata.setdefault("papermill", {}).update(status=status, exception=True)
         if cell.cell_type == "code" and not any(o.get("output_type") == "error" for o in cell.outputs):
-            cell.outputs.append(nbformat.v4.new_output("error", ename="KeyboardInterrupt", evalue=text,
-                                                       traceback=[f"KeyboardInterrupt: {text}"]))
+            cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                                       traceback=[f"{ename}: {evalue}"]))
     nb.metadata.setdefault("papermill", {})["exception"] = True
-    nb.metadata["perflab"] = {"status": "interrupted", "cell": place[0] if place else None}
+    nb.metadata["perflab"] = {"status": status, "cell": place[0] if place else None}
     where = f"cell {place[0]} of {place[1]}" if place else "before the first cell"
+    why = "(Ctrl-C)" if status == "interrupted" else f"({ename}: {evalue})"
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(
-        f"**Interrupted** (Ctrl-C) at {where}: the cells after it did not run, and the outputs below are"
-        " those of the cells that ran.", metadata={"tags": [INTERRUPTED_TAG]}))
+        f"**{status.capitalize()}** {why} at {where}: the cells after it did not run, and the outputs below are"
+        " those of the cells that ran.", metadata={"tags": [STOPPED_TAG]}))
     nbformat.write(nb, output)
     return place
 
@@ -169,44 +175,52 @@ def execute(name: str, path: Path, params: dict, out_dir: Path, *, kernel_name: 
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from .env import host_stamp
     from .results import ResultsLog, new_run_id
 
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / f"{name}.ipynb"
     outcome = Outcome(name=name, output=output, status="ok", seconds=0.0, run_id=run_id or new_run_id())
-    log = ResultsLog(out_dir / "results.jsonl", study=name, params=params, run_id=outcome.run_id) \
-        if log_results else None
+    log = ResultsLog(out_dir / "results.jsonl", study=name, params=params, run_id=outcome.run_id,
+                     stamp=host_stamp()) if log_results else None
     if log:
         log.append("run", status="started", notebook=output.name)  # a killed runner leaves only this row
     kernel_log = out_dir / name / outcome.run_id / "kernel.log"  # the execution's own folder (perflab.run)
     kernel_log.parent.mkdir(parents=True, exist_ok=True)
+    stopped = None  # (ename, evalue) when it stopped outside a cell's own error: Ctrl-C, a dead kernel, a timeout
     t0 = time.perf_counter()
     try:
         with _env(PERFLAB_OUT=str(out_dir), PERFLAB_RUN_ID=outcome.run_id,
-                  PERFLAB_CWD=str(Path(user_cwd or os.getcwd()).resolve())), open(kernel_log, "ab") as stderr:
+                  PERFLAB_CWD=str(Path(user_cwd or os.getcwd()).resolve())), open(kernel_log, "ab") as stderr, \
+                tempfile.TemporaryDirectory(prefix="perflab-kernel-") as sockets:
             papermill.execute_notebook(str(path), str(output), parameters=params or None, cwd=str(path.parent),
                                        kernel_name=kernel_name, progress_bar=progress,
                                        execution_timeout=cell_timeout,
-                                       kernel_manager_class=_kernel_manager_class(stderr))
+                                       kernel_manager_class=_kernel_manager_class(stderr, sockets))
     except PapermillExecutionError as e:
         _failed(outcome, e)
+        if outcome.status == "interrupted":  # Ctrl-C reached the kernel's cell before it reached us
+            stopped = ("KeyboardInterrupt", "interrupted (Ctrl-C) while this cell ran")
     except KeyboardInterrupt:
-        outcome.status = "interrupted"
-    except Exception as e:  # kernel died, timeout, missing kernel: still report, still go on
-        outcome.status, outcome.error = "failed", f"{type(e).__name__}: {e}"
+        outcome.status, stopped = "interrupted", ("KeyboardInterrupt", "interrupted (Ctrl-C) while this cell ran")
+    except Exception as e:  # kernel died, a cell timed out, no such kernel: still report, still go on
+        outcome.status, stopped = "failed", (type(e).__name__, str(e).strip().splitlines()[0][:300] if str(e) else "")
         if kernel_log.is_file() and kernel_log.stat().st_size:
-            outcome.error += f" (kernel log: {kernel_log})"
+            stopped = (stopped[0], stopped[1] + f" (kernel log: {kernel_log})")
     outcome.seconds = time.perf_counter() - t0
     if kernel_log.is_file() and not kernel_log.stat().st_size:
         kernel_log.unlink()
+        with contextlib.suppress(OSError):
+            kernel_log.parent.rmdir()  # only when the notebook wrote nothing there either
     with _sigint_ignored():
-        if outcome.status == "interrupted":
-            _drop_abandoned_cell_task()
-            place = _mark_interrupted(output)
+        if stopped:
+            if outcome.status == "interrupted":
+                _drop_abandoned_cell_task()
+            place = _mark_stopped(output, outcome.status, *stopped)
             if place:
                 outcome.cell, outcome.cells, outcome.prompt = place
-            outcome.error = "KeyboardInterrupt: interrupted (Ctrl-C)"
+            outcome.error = ": ".join(x for x in stopped if x)
         if log:
             log.append("run", status=outcome.status, seconds=round(outcome.seconds, 2), cell=outcome.cell,
                        cells=outcome.cells, error=outcome.error, notebook=output.name)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .formatting import SPEEDUP_NOTE, fmt_seconds, reference_rows, short, sig, speedup_text
 from .results import read_rows
+from .verdicts import VERDICTS
 
 ENV_KEYS = ("host", "device_name", "torch", "cuda", "commit", "dirty")
 CONTEXT_SKIP = {"study", "kind", "metric", "value", "unit", "params", "env", "run_id"}
@@ -108,11 +109,8 @@ def _headline(exec_rows: list[dict]) -> str:
 
 
 def _verdicts(exec_rows: list[dict]) -> str:
-    counts: dict[str, int] = {}
-    for r in exec_rows:
-        if r["kind"] == "claim":
-            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    return ", ".join(f"{n} {v}" for v, n in counts.items()) or "-"
+    verdicts = [r["verdict"] for r in exec_rows if r["kind"] == "claim"]
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS if v in verdicts) or "-"
 
 
 def _checks(exec_rows: list[dict]) -> str:
@@ -138,7 +136,7 @@ def _runs_table(execs: dict[tuple, list[dict]]) -> str:
         st, why = status(rs)
         params = next((r.get("params") for r in rs if r["kind"] == "run"), None)
         params = params if params is not None else (rs[0].get("params") or {})
-        shown = ", ".join(f"{k}={short(v)}" for k, v in params.items()) or "defaults"
+        shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"  # as given, not rounded
         rows.append([study + (f" ({point})" if point else ""), rid or "-", st, _seconds(rs), shown, why])
     return "## Notebooks run\n" + _md_table(["notebook", "run id", "status", "time", "parameters", "stopped at / why"],
                                              rows)

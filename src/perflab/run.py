@@ -34,7 +34,7 @@ class Run:
     device: torch.device | None = None
 
     def savefig(self, fig, name: str, **kw) -> Path:
-        """Save a matplotlib figure as <out>/<study>/<name>.png and return the path."""
+        """Save a matplotlib figure as <out>/<study>/<run id>/<name>.png (this execution's own) and return the path."""
         path = self.dir / f"{name}.png"
         fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
         return path

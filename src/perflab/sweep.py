@@ -152,10 +152,13 @@ def _check_spec(out: Path, spec: dict) -> None:
 
 
 def merge(out: Path, pts: list[Point]) -> Path:
-    """Rebuild <out>/results.jsonl from the points' own logs (the points' files are the truth)."""
+    """Rebuild <out>/results.jsonl from the points' own logs (the points' files are the truth): each point's
+    latest execution (a point run again keeps its earlier executions in its own log only)."""
+    from .report import latest
+
     lines = []
     for p in pts:
-        for row in read_rows(p.dir / "results.jsonl"):
+        for row in latest(read_rows(p.dir / "results.jsonl"))[0]:
             row["sweep_point"] = p.slug
             lines.append(json.dumps(row))
     tmp = out / ".results.jsonl.tmp"
