@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from perflab.report import build
+from perflab.results import ResultsLog
 
 FIXTURES = Path(__file__).parent / "fixtures" / "interrupt"
 
@@ -22,13 +23,16 @@ def _perflab(*args: str, env: dict | None = None) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-@pytest.mark.slow  # two notebook executions (~10 s each on a loaded 2-core box)
+@pytest.mark.slow  # one notebook execution (~10 s on a loaded 2-core box)
 def test_ctrl_c_is_recorded_where_it_stopped(tmp_path):
     out, marker = tmp_path / "out", tmp_path / "marker"
-    run = ["run", "sleepy", "--notebooks", str(FIXTURES), "--out", str(out), "--no-progress"]
-    first = _perflab(*run)                            # an earlier execution that finished: "ok"
-    assert first.wait(timeout=300) == 0, first.communicate()[1]
+    earlier = ResultsLog(out / "results.jsonl", study="sleepy", stamp={}, run_id="20260101-000000-0000")
+    earlier.append("run", status="started")          # an earlier execution in the same folder that finished
+    earlier.value("before the wait", 3)
+    earlier.value("after the wait", 1)
+    earlier.append("run", status="ok", seconds=52.0, cell=None, cells=None, error="")
 
+    run = ["run", "sleepy", "--notebooks", str(FIXTURES), "--out", str(out), "--no-progress"]
     proc = _perflab(*run, env={**os.environ, "SLEEPY_MARKER": str(marker)})
     deadline = time.time() + 300
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
@@ -53,6 +57,7 @@ def test_ctrl_c_is_recorded_where_it_stopped(tmp_path):
 
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     last_id = rows[-1]["run_id"]
+    assert last_id != earlier.run_id
     last = [r for r in rows if r["run_id"] == last_id]
     assert [(r["kind"], r.get("status") or r.get("metric")) for r in last] == [
         ("run", "started"), ("value", "before the wait"), ("run", "interrupted")]  # finished rows kept
@@ -69,7 +74,7 @@ def test_ctrl_c_is_recorded_where_it_stopped(tmp_path):
     report = build(out)
     summary = report.split("## Environment")[0]
     assert "| sleepy | **interrupted** |" in summary and "| ok |" not in summary
-    assert "1 earlier execution(s)" in report
+    assert "1 earlier execution(s)" in report and "after the wait" not in report  # no row of the earlier one
     assert "| ok |" in build(out, all_runs=True)     # the earlier execution is still there, apart
 
 

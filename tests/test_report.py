@@ -42,7 +42,7 @@ def test_the_report_leads_with_one_line_per_study(tmp_path):
     assert text.index("## Summary") < text.index("## Environment") < text.index("## Notebooks run")
     rows = {r[0]: r for r in _table(_section(text, "Summary"))}
     assert rows["a_study"] == ["a_study", "ok", "optimized 12.3x faster than the baseline per step",
-                               "1 holds, 1 within noise, 1 not tested here", "1/2 pass, **1 FAIL**", "Some CPU"]
+                               "1 holds, 1 within noise, 1 not tested here", "1/2 pass, **1 FAIL**", "Some CPU", "r-a"]
     # no headline written: the first claim and its measurement; no status row: it says why
     assert rows["b_study"][1:4] == ["no status", "fewer syncs: 0 syncs per step (13 before)", "1 fixed"]
     runs = {r[0]: r for r in _table(_section(text, "Notebooks run"))}
@@ -59,7 +59,10 @@ def test_speedup_is_filled_for_every_implementation(tmp_path):
         _timing(log, "step", case, "optimized", opt)
     for impl, t in (("no compile", 0.56), ("compiled", 0.15)):  # no baseline: the case's first row
         _timing(log, "whole run", "B=512", impl, t)
-    _timing(log, "batch sweep", "batch=1", "optimized", 0.26)  # alone: nothing to compare with
+    for impl, t in (("remap_host", 6.03e-5), ("remap_unique", 8.77e-5)):  # variants, each its own case
+        _timing(log, "label remap", impl, impl, t)
+    _timing(log, "batch sweep", "batch=1", "optimized", 0.26)  # a sweep point alone: nothing to compare with
+    _timing(log, "batch sweep", "batch=4", "optimized", 0.30)
     rows = _table(_section(build(tmp_path), "s").split("### Timings")[1].split("###")[0])
     got = {(r[0], r[1], r[2]): (r[3], r[7]) for r in rows}
     assert got == {
@@ -72,7 +75,10 @@ def test_speedup_is_filled_for_every_implementation(tmp_path):
         ("step", "batch 64", "optimized"): ("6.20 ms", "1.11x"),
         ("whole run", "B=512", "no compile"): ("560 ms", "ref"),
         ("whole run", "B=512", "compiled"): ("150 ms", "3.73x"),
+        ("label remap", "remap_host", "remap_host"): ("60.3 us", "ref"),
+        ("label remap", "remap_unique", "remap_unique"): ("87.7 us", "0.688x"),
         ("batch sweep", "batch=1", "optimized"): ("260 ms", ""),
+        ("batch sweep", "batch=4", "optimized"): ("300 ms", ""),
     }
 
 

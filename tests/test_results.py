@@ -99,7 +99,7 @@ def test_a_row_shows_in_one_line(tmp_path):
     from IPython.lib.pretty import pretty
 
     row = ResultsLog(tmp_path / "r.jsonl", study="s", device="cpu").value("ms per step", 1.5, unit="ms", impl="opt")
-    assert repr(row) == "<value row: study='s', metric='ms per step', value=1.5, unit='ms', impl='opt'>"
+    assert repr(row) == "<value row: study='s', metric='ms per step', value=1.50, unit='ms', impl='opt'>"
     assert pretty(row) == repr(row)                    # what a notebook cell ending with the call displays
     assert row["env"]["torch"] == torch.__version__   # still the whole row underneath
 

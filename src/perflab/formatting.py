@@ -45,28 +45,37 @@ def fmt_seconds(s: float) -> str:
     return f"{s} s"
 
 
-def reference_rows(keys: list[tuple[str, str, str]]) -> list[int | None]:
+def reference_rows(keys: list[tuple]) -> list[int | None]:
     """For each timing (benchmark label, case, implementation), the index of the timing its speedup is taken
     against: the case's "baseline"; else the benchmark's one baseline that is a case of its own (an ablation:
-    case "baseline", then one case per change); else the case's first timing when the case has several;
-    else None (a lone timing: nothing to compare with)."""
+    case "baseline", then one case per change); else the case's first timing when the case has several; else,
+    in a list of variants (each case named after its implementation), the list's first; else None (a lone
+    timing, such as one point of a size sweep: nothing to compare it with)."""
     groups: dict[tuple, list[int]] = {}
     for i, (label, case, _) in enumerate(keys):
         groups.setdefault((label, case), []).append(i)
-    lone: dict[str, list[int]] = {}
+    lone: dict = {}
     for (label, _), idx in groups.items():
         if all(keys[i][2] == "baseline" for i in idx):
             lone.setdefault(label, []).append(idx[0])
+    variants: dict = {}
+    for i, (label, case, impl) in enumerate(keys):
+        if case == impl and len(groups[(label, case)]) == 1:
+            variants.setdefault(label, []).append(i)
     refs: list[int | None] = []
-    for label, case, _ in keys:
+    for i, (label, case, _) in enumerate(keys):
         idx = groups[(label, case)]
-        base = [i for i in idx if keys[i][2] == "baseline"]
+        base = [j for j in idx if keys[j][2] == "baseline"]
         if base:
             refs.append(base[0])
         elif len(lone.get(label, [])) == 1:
             refs.append(lone[label][0])
+        elif len(idx) > 1:
+            refs.append(idx[0])
+        elif i in variants.get(label, []) and len(variants[label]) > 1:
+            refs.append(variants[label][0])
         else:
-            refs.append(idx[0] if len(idx) > 1 else None)
+            refs.append(None)
     return refs
 
 
@@ -78,4 +87,5 @@ def speedup_text(ref_median: float, median: float, is_ref: bool) -> str:
 
 
 SPEEDUP_NOTE = ("speedup = the reference's median / this median (above 1: faster); the reference is the case's "
-                "baseline, else the benchmark's baseline, else the case's first row")
+                "baseline, else the benchmark's baseline, else the case's first row, else (cases named after "
+                "their implementation) the benchmark's first row")

@@ -123,11 +123,12 @@ def _checks(exec_rows: list[dict]) -> str:
 
 def _summary(execs: dict[tuple, list[dict]]) -> str:
     rows = []
-    for (study, point, _), rs in execs.items():
+    for (study, point, rid), rs in execs.items():
         st, _why = status(rs)
         rows.append([study + (f" ({point})" if point else ""), st, _headline(rs), _verdicts(rs), _checks(rs),
-                     _device(rs)])
-    return "## Summary\n" + _md_table(["study", "status", "headline", "claims (verdicts)", "checks", "device"], rows)
+                     _device(rs), rid or "-"])
+    return "## Summary\n" + _md_table(
+        ["study", "status", "headline", "claims (verdicts)", "checks", "device", "run id (start time)"], rows)
 
 
 def _runs_table(execs: dict[tuple, list[dict]]) -> str:

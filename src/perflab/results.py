@@ -16,7 +16,8 @@ appending and fsync'd, so a crash can at worst leave one partial last line: read
 `.skipped`), and the next append starts on a fresh line. Earlier rows are never lost.
 
 The writers return the row written as a `Row` (a dict whose repr is one line), so a notebook cell that ends with
-`run.log.value(...)` shows `<value row: metric=..., value=...>` rather than the whole row with its environment.
+`run.log.value(...)` shows `<value row: metric=..., value=1.68>` (floats to three significant figures) rather than
+the whole row with its parameters and environment.
 """
 from __future__ import annotations
 
@@ -50,7 +51,10 @@ class Row(dict):
              "impl", "median_s", "status", "text")
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={self[k]!r}" for k in self.SHOWN if self.get(k) not in (None, ""))
+        from .formatting import sig
+
+        shown = ", ".join(f"{k}={sig(v) if isinstance(v, float) else repr(v)}" for k in self.SHOWN
+                          if (v := self.get(k)) not in (None, ""))
         return f"<{self.get('kind')} row: {shown}>"
 
     def _repr_pretty_(self, p, cycle) -> None:  # IPython would otherwise pretty-print it as a dict
