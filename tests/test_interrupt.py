@@ -33,13 +33,17 @@ def test_ctrl_c_is_recorded_where_it_stopped(tmp_path):
     earlier.append("run", status="ok", seconds=52.0, cell=None, cells=None, error="")
 
     run = ["run", "sleepy", "--notebooks", str(FIXTURES), "--out", str(out), "--no-progress"]
-    proc = _perflab(*run, env={**os.environ, "SLEEPY_MARKER": str(marker)})
+    proc = _perflab(*run, env={**os.environ, "SLEEPY_MARKER": str(marker), "PYTHONFAULTHANDLER": "1"})
     deadline = time.time() + 300
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.1)
     assert marker.exists(), proc.communicate()[1]
     os.killpg(proc.pid, signal.SIGINT)                # what Ctrl-C in a terminal sends: the whole process group
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:                 # say where it hangs (PYTHONFAULTHANDLER dumps on SIGABRT)
+        os.killpg(proc.pid, signal.SIGABRT)
+        pytest.fail("perflab run did not stop after Ctrl-C:\n" + proc.communicate()[1][-8000:])
 
     assert proc.returncode == 130
     lines = [line for line in err.splitlines() if line.strip()]

@@ -189,9 +189,10 @@ def execute(name: str, path: Path, params: dict, out_dir: Path, *, kernel_name: 
     kernel_log = out_dir / name / outcome.run_id / "kernel.log"  # the execution's own folder (perflab.run)
     kernel_log.parent.mkdir(parents=True, exist_ok=True)
     stopped = None  # (ename, evalue) when it stopped outside a cell's own error: Ctrl-C, a dead kernel, a timeout
+    ctrl_c = _CtrlC()
     t0 = time.perf_counter()
     try:
-        with _env(PERFLAB_OUT=str(out_dir), PERFLAB_RUN_ID=outcome.run_id,
+        with ctrl_c, _env(PERFLAB_OUT=str(out_dir), PERFLAB_RUN_ID=outcome.run_id,
                   PERFLAB_CWD=str(Path(user_cwd or os.getcwd()).resolve())), open(kernel_log, "ab") as stderr, \
                 tempfile.TemporaryDirectory(prefix="perflab-kernel-") as sockets:
             papermill.execute_notebook(str(path), str(output), parameters=params or None, cwd=str(path.parent),
@@ -214,9 +215,9 @@ def execute(name: str, path: Path, params: dict, out_dir: Path, *, kernel_name: 
         with contextlib.suppress(OSError):
             kernel_log.parent.rmdir()  # only when the notebook wrote nothing there either
     with _sigint_ignored():
+        if outcome.status == "interrupted" or ctrl_c.levels is not None:
+            ctrl_c.settle()
         if stopped:
-            if outcome.status == "interrupted":
-                _drop_abandoned_cell_task()
             place = _mark_stopped(output, outcome.status, *stopped)
             if place:
                 outcome.cell, outcome.cells, outcome.prompt = place
@@ -229,20 +230,48 @@ def execute(name: str, path: Path, params: dict, out_dir: Path, *, kernel_name: 
     return outcome
 
 
-def _drop_abandoned_cell_task() -> None:
-    """Ctrl-C leaves nbclient's task for the running cell behind; the kernel's answer to the interrupt completes
-    it with an error nobody reads, and asyncio would print that task at exit ("Task exception was never
-    retrieved", ~40 lines). Collect it now, with asyncio's logger quiet for the moment."""
-    import gc
-    import logging
+class _CtrlC:
+    """While a notebook runs, Ctrl-C also quiets the loggers that would print the teardown's noise (nbclient's
+    abandoned wait for the cell's reply: "Kernel died while waiting for execute reply", asyncio's "Task exception
+    was never retrieved" with ~40 lines of traceback) before it raises KeyboardInterrupt as Python's own handler
+    does. `settle()` collects that abandoned task while they are quiet, then gives them back their levels."""
+    LOGGERS = ("asyncio", "papermill", "nbclient", "traitlets")
 
-    log = logging.getLogger("asyncio")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        gc.collect()
-    finally:
-        log.setLevel(level)
+    def __init__(self):
+        self.old, self.levels = None, None
+
+    def __enter__(self):
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+            self.old = None
+
+    def _handler(self, signum, frame):
+        self.quiet()
+        raise KeyboardInterrupt
+
+    def quiet(self) -> None:
+        import logging
+
+        if self.levels is None:
+            self.levels = {n: logging.getLogger(n).level for n in self.LOGGERS}
+            for n in self.LOGGERS:
+                logging.getLogger(n).setLevel(logging.CRITICAL)
+
+    def settle(self) -> None:
+        import gc
+        import logging
+
+        self.quiet()
+        gc.collect()  # the abandoned task, finished with an error nobody reads, goes now, silently
+        for n, level in (self.levels or {}).items():
+            logging.getLogger(n).setLevel(level)
+        self.levels = None
 
 
 def _failed(outcome: Outcome, e) -> None:

@@ -288,7 +288,7 @@ def build(out_dir: str | Path, *, all_runs: bool = False) -> str:
                if dropped else ").")]
     if not rows:
         return "\n\n".join(head + ["No results yet: run `perflab run` (or `make run`) first."]) + "\n"
-    execs = dict(sorted(executions(rows).items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or "")))
+    execs = dict(sorted(executions(rows).items(), key=lambda kv: kv[0][0] or ""))  # sweep points: grid order
     head.append(_summary(execs))
     envs = {tuple(r["env"].get(k) for k in ENV_KEYS) for r in rows if r.get("env") and r["kind"] != "run"}
     head.append("## Environment\n" + _md_table(
