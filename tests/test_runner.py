@@ -173,3 +173,13 @@ def test_a_direct_papermill_run_never_replaces_what_a_report_links(nb_dir, tmp_p
     again = build(out)
     assert f"({link})" not in again and "n=5" in again  # the new report shows the latest execution only...
     assert "| tiny | no status |" in again            # ...and does not claim the runner's "ok" for it
+
+
+def test_help_answers_without_loading_torch_or_nbformat():
+    # `perflab --help` took 6 s: the CLI imported torch (through the report) and nbformat (jsonschema) up front
+    code = ("import sys, contextlib, io\nimport perflab.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    c.main(['--help'])\n"
+            "print(sorted(m for m in ('torch', 'nbformat', 'papermill', 'pandas') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "[]", res.stdout + res.stderr
