@@ -1,7 +1,18 @@
 import pytest
 import torch
+from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
-from perflab.bench import compare, fmt, fmt_seconds, measure, measure_interleaved, memory_bandwidth, speedup, summary
+from perflab.bench import (
+    Table,
+    compare,
+    fmt,
+    fmt_seconds,
+    measure,
+    measure_interleaved,
+    memory_bandwidth,
+    speedup,
+    summary,
+)
 
 
 def test_measure_returns_a_measurement_with_spread_and_labels():
@@ -30,13 +41,32 @@ def test_speedup_and_compare():
     assert "baseline" in str(compare([a, b]))
 
 
+def _fixed(median_s: float, sub_label: str, description: str) -> Measurement:
+    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label="step", sub_label=sub_label,
+                    description=description, env="", num_threads=1)
+    return Measurement(number_per_run=1, raw_times=[median_s * f for f in (0.9, 1.0, 1.0, 1.1)], task_spec=spec)
+
+
+def test_compare_prints_precise_medians_and_every_speedup():
+    # torch's Compare, trimmed by the noise, printed these three as "14 / 10 / 10"
+    table = compare([_fixed(0.0140, "B=64", "baseline"), _fixed(0.0133, "B=64", "masked"),
+                     _fixed(0.0137, "B=64", "compact"), _fixed(0.0070, "B=128", "compact")], title="step")
+    lines = str(table).splitlines()
+    assert lines[0] == "[ step ]" and lines[1].split() == list(Table.HEADER)
+    rows = [line.split() for line in lines[3:]]
+    assert [(r[1], r[2], r[3], r[-1]) for r in rows[:3]] == [
+        ("B=64", "baseline", "14.0", "ref"), ("B=64", "masked", "13.3", "1.05x"), ("B=64", "compact", "13.7", "1.02x")]
+    assert rows[3][:4] == ["step", "B=128", "compact", "7.00"] and rows[3][-1] == "4"  # a lone case: no speedup
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError):
         measure(lambda: None, label="x", min_run_time=0)
 
 
 def test_fmt_seconds_units():
-    assert fmt_seconds(2.5) == "2.5 s" and fmt_seconds(0.034) == "34 ms" and fmt_seconds(1.2e-5) == "12 us"
+    assert fmt_seconds(2.5) == "2.50 s" and fmt_seconds(0.034) == "34.0 ms" and fmt_seconds(1.2e-5) == "12.0 us"
+    assert fmt_seconds(0.0133) == "13.3 ms" and fmt_seconds(0.99996) == "1.00 s" and fmt_seconds(1234.5) == "1230 s"
 
 
 def test_memory_bandwidth_is_positive():

@@ -82,26 +82,26 @@ def test_a_process_killed_while_writing_loses_no_earlier_row(tmp_path):
     assert [r["value"] for r in rows] == list(range(len(rows)))  # in order, none missing
 
 
-def test_open_run_uses_perflab_out(tmp_path, monkeypatch):
+def test_open_run_uses_perflab_out_and_a_folder_per_execution(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFLAB_OUT", str(tmp_path / "out"))
+    monkeypatch.delenv("PERFLAB_RUN_ID", raising=False)
     run = open_run("demo", P())
-    assert run.dir == (tmp_path / "out" / "demo") and run.dir.is_dir()
+    assert run.dir == (tmp_path / "out" / "demo" / run.log.run_id) and run.dir.is_dir()
     run.log.value("x", 1.5)
     assert json.loads((tmp_path / "out" / "results.jsonl").read_text())["value"] == 1.5
+    again = open_run("demo", P())                      # a second execution: its own id, its own folder
+    assert again.log.run_id != run.log.run_id and again.dir != run.dir
+    monkeypatch.setenv("PERFLAB_RUN_ID", "20261123-101010-abcd")  # what `perflab run` hands the kernel
+    assert open_run("demo", P()).dir == tmp_path / "out" / "demo" / "20261123-101010-abcd"
 
 
-def test_report_shows_each_studys_latest_execution(tmp_path):
-    from perflab.report import build
+def test_a_row_shows_in_one_line(tmp_path):
+    from IPython.lib.pretty import pretty
 
-    for value in (1.0, 2.0):  # the same study executed twice into one run folder
-        log = ResultsLog(tmp_path / "results.jsonl", study="s", stamp={"device_name": "cpu"})
-        log.value("answer", value)
-    other = ResultsLog(tmp_path / "results.jsonl", study="t", stamp={"device_name": "cpu"})
-    other.value("answer", 7.0)
-    text = build(tmp_path)
-    assert "| answer | 2 |" in text and "| answer | 1 |" not in text and "| answer | 7 |" in text
-    assert "1 earlier execution(s)" in text
-    assert "| answer | 1 |" in build(tmp_path, all_runs=True)
+    row = ResultsLog(tmp_path / "r.jsonl", study="s", device="cpu").value("ms per step", 1.5, unit="ms", impl="opt")
+    assert repr(row) == "<value row: study='s', metric='ms per step', value=1.50, unit='ms', impl='opt'>"
+    assert pretty(row) == repr(row)                    # what a notebook cell ending with the call displays
+    assert row["env"]["torch"] == torch.__version__   # still the whole row underneath
 
 
 def test_thread_count_is_stamped_when_the_row_is_written(tmp_path):

@@ -50,7 +50,7 @@ def test_setup_validates_sets_threads_then_opens_the_run(tmp_path, capsys):
     try:
         run = setup("03_eval", {"threads": 1, "batch": 64, "out_dir": str(tmp_path), "device": "cpu"})
         assert run.cfg.batch == 64 and run.device == torch.device("cpu") and torch.get_num_threads() == 1
-        assert run.log.env["torch_threads"] == 1 and run.dir == tmp_path / "03_eval"
+        assert run.log.env["torch_threads"] == 1 and run.dir == tmp_path / "03_eval" / run.log.run_id
         assert "1 CPU thread(s)" in capsys.readouterr().out
         with pytest.raises(ParameterError, match="unknown parameter 'btach'"):
             setup("03_eval", {"btach": 64, "out_dir": str(tmp_path)})

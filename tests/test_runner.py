@@ -1,4 +1,5 @@
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import nbformat
 import pytest
 
 from perflab.cli import main
+from perflab.report import build
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 
@@ -39,29 +41,39 @@ def test_bad_requests_are_refused_before_anything_runs(nb_dir, tmp_path, capsys,
     assert not out.exists()  # nothing ran
 
 
-def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capsys):
+def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capfd, monkeypatch):
     out = tmp_path / "out"
-    # -p applies to every notebook named, so run them as two requests sharing one run folder
-    assert main(["run", "failing", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
-    err = capsys.readouterr().err
-    assert "failing: FAILED at cell 2" in err and "RuntimeError: planted failure with x=1" in err
+    monkeypatch.chdir(tmp_path)  # where the user runs the command: relative paths resolve from here
+    # -p applies to every notebook named, so run them as two requests sharing one run folder. With -p, papermill
+    # injects a cell after the parameters cell: the failure is still reported at the source notebook's cell 3.
+    assert main(["run", "failing", "-p", "x=2", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
+    err = capfd.readouterr().err
+    assert "failing: FAILED at cell 3 of 4 (In [4] in the executed notebook)" in err
+    assert "RuntimeError: planted failure with x=2" in err
     assert main(["run", "tiny", "-p", "n=4", "-p", "label=yo", "--notebooks", str(nb_dir), "--out", str(out),
                  "--no-progress"]) == 0
+    assert "without encryption" not in capfd.readouterr().err  # the kernel talks over IPC, not TCP
     executed = nbformat.read(out / "tiny.ipynb", as_version=4)
     assert "yo [0.0, 1.0, 4.0, 9.0]" in "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    runs = {r["study"]: r for r in rows if r["kind"] == "run"}
-    assert runs["failing"]["status"] == "failed" and runs["failing"]["cell"] == 2
+    runs = {r["study"]: r for r in rows if r["kind"] == "run"}  # each study's last status row
+    assert runs["failing"]["status"] == "failed" and (runs["failing"]["cell"], runs["failing"]["cells"]) == (3, 4)
     assert runs["tiny"]["status"] == "ok" and runs["tiny"]["params"] == {"n": 4, "label": "yo"}
     value = next(r for r in rows if r["kind"] == "value")
     assert value["value"] == 14.0 and value["params"]["n"] == 4
+    # one execution, one id: the runner's status rows ("started", "ok") and the notebook's rows share it
+    tiny_ids = {r["run_id"] for r in rows if r["study"] == "tiny"}
+    assert tiny_ids == {runs["tiny"]["run_id"]}
+    assert [r["status"] for r in rows if r["study"] == "tiny" and r["kind"] == "run"] == ["started", "ok"]
+    note = next(r["text"] for r in rows if r["kind"] == "note")
+    assert note == f"relative paths resolve from {tmp_path}"  # $PERFLAB_CWD, not the notebooks' folder
     report = (out / "REPORT.md").read_text()
-    assert "**failed**" in report and "sum of squares" in report
+    assert "**failed**" in report and "sum of squares" in report and "cell 3 of 4" in report
 
 
 def test_a_failing_notebook_does_not_stop_the_others(nb_dir, tmp_path, capsys):
     out = tmp_path / "out"
-    (nb_dir / "tiny.ipynb").rename(nb_dir / "zz_tiny.ipynb")
+    (nb_dir / "tiny.ipynb").rename(nb_dir / "zz_tiny.ipynb")  # zz_tiny's schema comes from its cell
     assert main(["run", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 1
     assert (out / "zz_tiny.ipynb").exists()  # ran after the failure
     assert "1 of 2 notebook(s) failed" in capsys.readouterr().err
@@ -78,7 +90,13 @@ def test_preset_values_are_applied(nb_dir, tmp_path):
     assert row["value"] == 2.0 * (0 + 1 + 4 + 9 + 16)
 
 
-def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
+def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path, monkeypatch):
+    # nbval runs with notebooks/conftest.py beside the notebook and no $PERFLAB_OUT, in a checkout of its own
+    # ($PERFLAB_ROOT): the notebook's results go to a temporary folder, never into the checkout's outputs/local.
+    shutil.copy(Path(__file__).resolve().parents[1] / "notebooks" / "conftest.py", nb_dir / "conftest.py")
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "perflab"\n')
     path = nb_dir / "tiny.ipynb"
     assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
                  "--no-progress"]) == 0
@@ -89,12 +107,15 @@ def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path):
     assert all(c.execution_count for c in code_cells)
     assert "x [0.0, 1.0, 4.0]" in code_cells[-1].outputs[0]["text"]
     first = path.read_text()
-    assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
-                 "--no-progress"]) == 0
+    monkeypatch.setenv("PERFLAB_OUT", str(tmp_path / "env-out"))  # no --out: $PERFLAB_OUT says where results go
+    assert main(["refresh", "tiny", "--notebooks", str(nb_dir), "--no-progress"]) == 0
     assert path.read_text() == first  # a second refresh changes nothing
+    assert "sum of squares" in (tmp_path / "env-out" / "results.jsonl").read_text()
+    env = {k: v for k, v in os.environ.items() if k != "PERFLAB_OUT"} | {"PERFLAB_ROOT": str(root)}
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                          "--nbval-current-env", str(path)], capture_output=True, text=True, cwd=tmp_path)
+                          "--nbval-current-env", str(path)], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stdout[-2000:]
+    assert not (root / "outputs").exists()
 
 
 def test_refresh_keeps_the_committed_notebook_when_it_fails(nb_dir, tmp_path):
@@ -132,3 +153,33 @@ def test_schema_mismatches_names_what_differs(nb_dir):
     assert schema_mismatches(nb_dir / "tiny.ipynb", Good) == []
     assert schema_mismatches(nb_dir / "tiny.ipynb", Bad) == ["n: cell says int, Bad says float",
                                                               "n: cell default 3, Bad default 4.0"]
+
+
+def test_a_direct_papermill_run_never_replaces_what_a_report_links(nb_dir, tmp_path, monkeypatch):
+    import papermill
+
+    out = tmp_path / "out"
+    assert main(["run", "tiny", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]) == 0
+    report = (out / "REPORT.md").read_text()
+    [link] = [line.split("(", 1)[1].rstrip(")") for line in report.splitlines() if line.startswith("![squares]")]
+    plot = out / link
+    before = plot.read_text()
+    assert link.startswith("tiny/") and "n=3" in before
+    # the README's direct command, whose results go to the same folder ($PERFLAB_OUT or outputs/local)
+    monkeypatch.setenv("PERFLAB_OUT", str(out))
+    papermill.execute_notebook(str(nb_dir / "tiny.ipynb"), str(tmp_path / "direct.ipynb"), parameters={"n": 5},
+                               progress_bar=False, cwd=str(nb_dir))
+    assert plot.read_text() == before                 # the plot the first report links is untouched
+    again = build(out)
+    assert f"({link})" not in again and "n=5" in again  # the new report shows the latest execution only...
+    assert "| tiny | no status |" in again            # ...and does not claim the runner's "ok" for it
+
+
+def test_help_answers_without_loading_torch_or_nbformat():
+    # `perflab --help` took 6 s: the CLI imported torch (through the report) and nbformat (jsonschema) up front
+    code = ("import sys, contextlib, io\nimport perflab.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    c.main(['--help'])\n"
+            "print(sorted(m for m in ('torch', 'nbformat', 'papermill', 'pandas') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "[]", res.stdout + res.stderr

@@ -6,6 +6,7 @@ import pytest
 
 from perflab.cli import main
 from perflab.compare import compare, load, to_markdown
+from perflab.report import build
 from perflab.results import ResultsLog
 from perflab.sweep import SweepError, make_executor, parse_grid
 
@@ -36,9 +37,12 @@ def test_a_2x2_local_sweep_then_resume_skips_finished_points(nb_dir, tmp_path, c
     assert status == {"n-1__scale-1": True, "n-1__scale-3": True, "n-2__scale-1": False, "n-2__scale-3": False}
     first_mtime = (out / "points" / "n-1__scale-1" / "status.json").stat().st_mtime
 
-    monkeypatch.delenv("TINY_FAIL_ON")                # re-run: finished points skipped, failed ones retried
+    (out / "points" / "n-1__scale-3" / "status.json").write_bytes(b'{"ok": tr\xff')  # cut off mid-write
+    assert "| n-1__scale-3 | **no status** |" in build(out)  # the report says so instead of crashing
+
+    monkeypatch.delenv("TINY_FAIL_ON")                # re-run: finished points skipped, the others retried
     assert _sweep(nb_dir, out, "-p", "label=s") == 0
-    assert "2 finished, 2 already done (skipped), 0 failed" in capsys.readouterr().out
+    assert "3 finished, 1 already done (skipped), 0 failed" in capsys.readouterr().out
     assert (out / "points" / "n-1__scale-1" / "status.json").stat().st_mtime == first_mtime
 
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
@@ -115,7 +119,7 @@ def test_compare_pairs_rows_and_lists_the_unpaired(tmp_path):
     assert [r.get("impl") for r in c.only_b] == ["recycle"]
     md = to_markdown(c, a, b, "a", "b")
     assert "Parameters of every row: batch=64" in md
-    assert "| step / B=64 / baseline | 40 ms | 30 ms | 0.75 | 0.75-0.75 |" in md
+    assert "| step / B=64 / baseline | 40.0 ms | 30.0 ms | 0.750 | 0.750-0.750 |" in md
     assert "Only in A" in md and "optimized" in md and "Only in B" in md and "recycle" in md
 
 

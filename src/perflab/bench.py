@@ -15,7 +15,6 @@ how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-c
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -24,6 +23,7 @@ from torch.utils import benchmark
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
 from .env import synchronize
+from .formatting import fmt_seconds
 
 __all__ = ["measure", "measure_interleaved", "measure_cuda_events", "summary", "fmt", "fmt_seconds", "speedup", "compare",
            "memory_bandwidth", "matmul_peak", "Measurement"]
@@ -115,17 +115,6 @@ def summary(m: Measurement) -> dict:
     }
 
 
-def fmt_seconds(s: float) -> str:
-    """1.2e-5 -> '12.0 us'; 0.034 -> '34.0 ms'; 2.5 -> '2.50 s'."""
-    if not math.isfinite(s):
-        return str(s)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if abs(s) >= scale or unit == "ns":
-            v = s / scale
-            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
-    return f"{s} s"
-
-
 def fmt(m: Measurement) -> str:
     """'12.3 ms (IQR 0.4 ms, n=7)': median with spread and the number of timed blocks."""
     s = summary(m)
@@ -143,13 +132,49 @@ def speedup_range(baseline: Measurement, optimized: Measurement) -> tuple[float,
     return b["p20_s"] / o["p80_s"], b["p80_s"] / o["p20_s"]
 
 
-def compare(measurements: Iterable[Measurement], *, title: str | None = None) -> benchmark.Compare:
-    """A `torch.utils.benchmark.Compare` table (rows: sub_label, columns: description); call `.print()`."""
-    c = benchmark.Compare(list(measurements))
-    c.trim_significant_figures()
-    if title:
-        c.title = title
-    return c
+class Table:
+    """Timings side by side, one line each: benchmark, case, implementation, median (three significant figures),
+    IQR, p20-p80, timed blocks, and the speedup against the case's reference (`perflab.formatting.reference_rows`).
+
+    It replaces torch's `Compare` for reports: `Compare.trim_significant_figures` rounds by the noise, so 14.0,
+    13.3 and 13.7 ms print as "14, 10, 10"; here the median is printed as measured, beside its spread."""
+
+    HEADER = ("benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "speedup")
+
+    def __init__(self, measurements: Iterable[Measurement], title: str | None = None):
+        from .formatting import reference_rows, speedup_text
+
+        self.title = title
+        self.measurements = list(measurements)
+        ms = [(m.task_spec, summary(m)) for m in self.measurements]
+        refs = reference_rows([(t.label, t.sub_label or "", t.description or "") for t, _ in ms])
+        self.rows = [
+            [t.label, t.sub_label or "", t.description or "", fmt_seconds(s["median_s"]), fmt_seconds(s["iqr_s"]),
+             f"{fmt_seconds(s['p20_s'])} - {fmt_seconds(s['p80_s'])}", str(s["n"]),
+             "" if ref is None else speedup_text(ms[ref][1]["median_s"], s["median_s"], ref == i)]
+            for i, ((t, s), ref) in enumerate(zip(ms, refs))]
+
+    def __str__(self) -> str:
+        cols = [list(c) for c in zip(self.HEADER, *self.rows)]
+        widths = [max(len(v) for v in c) for c in cols]
+        lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [self.HEADER, *self.rows]]
+        head = [f"[ {self.title} ]"] if self.title else []
+        return "\n".join(head + lines[:1] + ["  ".join("-" * w for w in widths)] + lines[1:])
+
+    def print(self) -> None:
+        print(self)
+
+    def torch_compare(self) -> benchmark.Compare:
+        """The same measurements as torch's `Compare` table (its columns: descriptions; rounded by the noise)."""
+        c = benchmark.Compare(self.measurements)
+        if self.title:
+            c.title = self.title
+        return c
+
+
+def compare(measurements: Iterable[Measurement], *, title: str | None = None) -> Table:
+    """The measurements as a `Table` (one line per timing, precise medians, spread, speedup); `.print()` it."""
+    return Table(measurements, title=title)
 
 
 # ---- floors: what this device can do at best ---------------------------------------------------

@@ -8,7 +8,8 @@
     perflab compare A B [--out DIR]
 
 Unknown notebooks, presets and parameters are refused before anything runs (exit 2). A failing
-notebook is reported with its cell and error, the others still run, and the exit status is 1.
+notebook is reported with its cell and error, the others still run, and the exit status is 1. Ctrl-C stops
+the command with one line (exit 130): the notebook it interrupted is recorded as interrupted, at its cell.
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from . import notebooks as nbs
-from . import report as report_mod
+from . import notebooks as nbs  # imports neither torch nor nbformat: `perflab --help` answers at once
 from .params import ParameterError
 from .paths import repo_root
 from .studies import SCHEMAS
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", dest="preset", default=None, help="preset: params/PRESET/<notebook>.yaml")
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE",
                    help="override one parameter (typed like papermill's -p)")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default: outputs/local)")
+    p.add_argument("--out", type=Path, default=None, help="run folder (default: $PERFLAB_OUT, else outputs/local)")
     p.add_argument("--params-dir", type=Path, default=None, help="preset root (default: <repo>/params)")
     p.add_argument("--no-report", action="store_true", help="do not write REPORT.md afterwards")
     _common(p)
@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("refresh", help="re-execute committed notebooks in place on their defaults")
     p.add_argument("names", nargs="*")
-    p.add_argument("--out", type=Path, default=None, help="where their results go (default: outputs/local)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where their results go (default: $PERFLAB_OUT, else outputs/local)")
     _common(p)
 
     p = sub.add_parser("sweep", help="one papermill run per grid point, through submitit (local or Slurm)")
@@ -111,7 +112,16 @@ def cmd_list(args) -> int:
 
 
 def _out(args) -> Path:
-    return (args.out or repo_root() / "outputs" / "local").resolve()
+    """--out, else $PERFLAB_OUT, else outputs/local in the checkout (what `make run` reports on)."""
+    import os
+
+    return Path(args.out or os.environ.get("PERFLAB_OUT") or repo_root() / "outputs" / "local").resolve()
+
+
+def _report(out: Path) -> Path:
+    from . import report
+
+    return report.write(out)
 
 
 def cmd_run(args) -> int:
@@ -128,12 +138,19 @@ def cmd_run(args) -> int:
         if args.preset and nbs.preset_file(args.preset, name, args.params_dir) is None:
             shown += f"; preset {args.preset!r} has no file for it"
         print(f"[{i}/{len(jobs)}] {name} ({shown})", flush=True)
-        o = nbs.execute(name, path, params, out, kernel_name=args.kernel, progress=not args.no_progress,
-                        cell_timeout=args.cell_timeout)
+        try:
+            o = nbs.execute(name, path, params, out, kernel_name=args.kernel, progress=not args.no_progress,
+                            cell_timeout=args.cell_timeout)
+        except nbs.Interrupted as e:
+            not_run = [n for n, _, _ in jobs[i:]]
+            report = "" if args.no_report else f"; report: {_report(out)}"
+            print(f"\nperflab run: {e.outcome.describe()}; its rows so far are kept in {out / 'results.jsonl'}"
+                  + (f"; not run: {', '.join(not_run)}" if not_run else "") + report, file=sys.stderr)
+            return 130
         print("   ", o.describe(), flush=True)
         outcomes.append(o)
     if not args.no_report:
-        print("report:", report_mod.write(out))
+        print("report:", _report(out))
     failed = [o for o in outcomes if not o.ok]
     if failed:
         print(f"{len(failed)} of {len(outcomes)} notebook(s) failed:", file=sys.stderr)
@@ -144,9 +161,11 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from . import report
+
     if not args.dir.is_dir():
         raise nbs.NotebookError(f"no run folder {args.dir}")
-    print(report_mod.write(args.dir, all_runs=args.all))
+    print(report.write(args.dir, all_runs=args.all))
     return 0
 
 
@@ -159,8 +178,12 @@ def cmd_refresh(args) -> int:
     failed = 0
     for name in nbs.resolve(args.names, found):
         print(f"refresh {name}", flush=True)
-        o = nbs.refresh(name, found[name], out_dir=out, kernel_name=args.kernel,
-                        progress=not args.no_progress, cell_timeout=args.cell_timeout)
+        try:
+            o = nbs.refresh(name, found[name], out_dir=out, kernel_name=args.kernel,
+                            progress=not args.no_progress, cell_timeout=args.cell_timeout)
+        except nbs.Interrupted as e:
+            print(f"\nperflab refresh: {e.outcome.describe()}; {found[name]} is unchanged", file=sys.stderr)
+            return 130
         print("   ", o.describe() if not o.ok else f"{name}: rewritten in place ({o.seconds:.1f} s)", flush=True)
         failed += not o.ok
     return 1 if failed else 0
@@ -178,7 +201,7 @@ def cmd_sweep(args) -> int:
           f"{len(res.failed)} failed")
     for p, err in res.failed:
         print(f"  FAILED {p.slug}: {err} (re-run the same command to retry)", file=sys.stderr)
-    print("report:", report_mod.write(res.out))
+    print("report:", _report(res.out))
     return 1 if res.failed else 0
 
 
@@ -208,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError) as e:
         print(f"perflab {args.cmd}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a notebook's execution (those are recorded where they stop)
+        hint = "; finished points are kept: run the same command again to resume" if args.cmd == "sweep" else ""
+        print(f"\nperflab {args.cmd}: interrupted (Ctrl-C){hint}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

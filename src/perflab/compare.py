@@ -10,19 +10,22 @@ import dataclasses
 import json
 from pathlib import Path
 
-from .bench import fmt_seconds
+from .formatting import fmt_seconds, sig
 from .results import read_rows
 
 IGNORED_PARAMS = ("out_dir",)
 
 
 def load(path: str | Path) -> list[dict]:
-    """Rows of a run folder (its results.jsonl) or of a results file."""
+    """Rows of a run folder (its results.jsonl) or of a results file: each study's latest execution, as
+    `perflab report` shows it (an earlier execution's rows never pair with a later one's)."""
+    from .report import latest
+
     p = Path(path)
     f = p / "results.jsonl" if p.is_dir() else p
     if not f.is_file():
         raise FileNotFoundError(f"no results at {f} (expected a run folder holding results.jsonl, or the file)")
-    return read_rows(f)
+    return latest(read_rows(f))[0]
 
 
 def _key(r: dict) -> tuple:
@@ -63,7 +66,7 @@ def compare(a_rows: list[dict], b_rows: list[dict]) -> Comparison:
 
 def _show(r: dict) -> str:
     v = _number(r)
-    return fmt_seconds(v) if r["kind"] == "measurement" else f"{v:.4g} {r.get('unit', '')}".strip()
+    return fmt_seconds(v) if r["kind"] == "measurement" else f"{sig(r.get('value'))} {r.get('unit', '')}".strip()
 
 
 def _range(ra: dict, rb: dict) -> str:
@@ -72,7 +75,7 @@ def _range(ra: dict, rb: dict) -> str:
     if ra["kind"] != "measurement" or not ra.get("p20_s") or not rb.get("p20_s"):
         return ""
     lo, hi = rb["p20_s"] / ra["p80_s"], rb["p80_s"] / ra["p20_s"]
-    return f"{lo:.2f}-{hi:.2f}" + (" (within spread)" if lo <= 1 <= hi else "")
+    return f"{sig(lo)}-{sig(hi)}" + (" (within spread)" if lo <= 1 <= hi else "")
 
 
 def _side(rows: list[dict]) -> str:
@@ -115,7 +118,7 @@ def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: s
                   "|---|" + "---|" * (len(varying) + 4)]
         for k, ra, rb in pairs:
             va, vb = _number(ra), _number(rb)
-            ratio = f"{vb / va:.3g}" if va else "n/a"
+            ratio = sig(vb / va) if va else "n/a"
             params = json.loads(k[6])
             lines.append(f"| {_case(k)} | " + "".join(f"{params.get(n, '')} | " for n in varying)
                          + f"{_show(ra)} | {_show(rb)} | {ratio} | {_range(ra, rb)} |")

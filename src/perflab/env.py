@@ -110,6 +110,19 @@ def git_commit(root: str | None = None) -> dict:
         return {"commit": None, "dirty": None}
 
 
+def host_stamp() -> dict:
+    """Where and when, without touching any device: time, host, Python, platform, torch, git commit. The runner
+    stamps its status rows with it (a CUDA context in the runner would hold GPU memory the notebook needs)."""
+    return {
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "torch": torch.__version__,
+        **git_commit(),
+    }
+
+
 def fingerprint(device: torch.device | str | None = None) -> dict:
     """What a result was measured on. Stamped on every row of a ResultsLog."""
     dev = pick_device(device if device is not None else "auto")

@@ -1,41 +1,30 @@
 """Find, inspect, execute and refresh the study notebooks (papermill underneath).
 
 The CLI (`perflab list|run|refresh`) is a thin layer over these functions; they are usable from Python too.
+Executing one notebook (and saying how it ended) is `perflab.execution`.
 """
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import os
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import nbformat
-
+from .execution import Interrupted, Outcome, execute
 from .params import ParameterError, load_preset, parse_assignment, validate
 from .paths import notebooks_dir, params_dir
 from .studies import schema_for
 
+if TYPE_CHECKING:  # nbformat costs seconds to import (jsonschema): loaded when a notebook is read
+    import nbformat
+
+__all__ = ["NotebookError", "Interrupted", "Outcome", "execute", "discover", "resolve", "inspect", "plan",
+           "collect", "preset_file", "schema_mismatches", "refresh", "clean", "error_cells"]
+
 
 class NotebookError(ValueError):
     """An unknown notebook, preset or parameter: refused before anything runs."""
-
-
-@dataclasses.dataclass
-class Outcome:
-    name: str
-    output: Path
-    ok: bool
-    seconds: float
-    cell_index: int | None = None
-    error: str = ""
-
-    def describe(self) -> str:
-        if self.ok:
-            return f"{self.name}: ok in {self.seconds:.1f} s -> {self.output}"
-        where = f"cell {self.cell_index} (0-based)" if self.cell_index is not None else "before the first cell"
-        return f"{self.name}: FAILED at {where}: {self.error} (executed notebook: {self.output})"
 
 
 def discover(nb_dir: Path | None = None) -> dict[str, Path]:
@@ -154,45 +143,6 @@ def plan(names: list[str], *, preset: str | None = None, overrides: dict[str, An
     return jobs
 
 
-def execute(name: str, path: Path, params: dict, out_dir: Path, *, kernel_name: str | None = None,
-            progress: bool = True, cell_timeout: int | None = None, log_results: bool = True) -> Outcome:
-    """Execute one notebook with papermill into `<out_dir>/<name>.ipynb` (cwd: the notebook's folder;
-    $PERFLAB_OUT points the notebook's results at `out_dir`). Failures are returned, not raised."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    out_dir = Path(out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    output = out_dir / f"{name}.ipynb"
-    old = os.environ.get("PERFLAB_OUT")
-    os.environ["PERFLAB_OUT"] = str(out_dir)
-    t0 = time.perf_counter()
-    outcome = Outcome(name=name, output=output, ok=True, seconds=0.0)
-    try:
-        papermill.execute_notebook(str(path), str(output), parameters=params or None, cwd=str(path.parent),
-                                   kernel_name=kernel_name, progress_bar=progress,
-                                   execution_timeout=cell_timeout)
-    except PapermillExecutionError as e:
-        first_line = (e.source or "").strip().splitlines()[:1]
-        outcome.ok, outcome.cell_index = False, e.cell_index
-        outcome.error = f"{e.ename}: {e.evalue}" + (f" (cell starts: {first_line[0][:60]!r})" if first_line else "")
-    except Exception as e:  # kernel died, timeout, missing kernel: still report, still go on
-        outcome.ok, outcome.error = False, f"{type(e).__name__}: {e}"
-    finally:
-        outcome.seconds = time.perf_counter() - t0
-        if old is None:
-            os.environ.pop("PERFLAB_OUT", None)
-        else:
-            os.environ["PERFLAB_OUT"] = old
-    if log_results:
-        from .results import ResultsLog
-
-        ResultsLog(out_dir / "results.jsonl", study=name, params=params).append(
-            "run", status="ok" if outcome.ok else "failed", seconds=round(outcome.seconds, 2),
-            cell=outcome.cell_index, error=outcome.error, notebook=output.name)
-    return outcome
-
-
 # ---- refresh: re-execute committed notebooks in place, without volatile metadata ----------------
 
 VOLATILE_NB_KEYS = ("papermill", "widgets")
@@ -223,14 +173,16 @@ def error_cells(nb: nbformat.NotebookNode) -> list[int]:
 def refresh(name: str, path: Path, *, out_dir: Path, kernel_name: str | None = None,
             progress: bool = True, cell_timeout: int | None = None) -> Outcome:
     """Re-execute `path` on its defaults and, only if it ran cleanly, write it back in place, cleaned.
-    A failure leaves the committed notebook untouched."""
+    A failure or Ctrl-C leaves the committed notebook untouched."""
+    import nbformat
+
     outcome = execute(name, path, {}, Path(out_dir), kernel_name=kernel_name, progress=progress,
                       cell_timeout=cell_timeout)
     if not outcome.ok:
         return outcome
     nb = clean(nbformat.read(outcome.output, as_version=4))
     if error_cells(nb):
-        outcome.ok, outcome.error = False, f"error outputs in cells {error_cells(nb)}"
+        outcome.status, outcome.error = "failed", f"error outputs in cells {[i + 1 for i in error_cells(nb)]}"
         return outcome
     tmp = path.with_name(f".{path.name}.tmp")
     nbformat.write(nb, tmp)

@@ -1,59 +1,178 @@
 """`perflab report DIR`: a Markdown report from a run folder's results log.
 
-Per study: each seed claim beside what was measured and its verdict, the timings (median, spread,
-ratio to the baseline of the same benchmark), other values, correctness checks, and the plots.
+It leads with one line per study (status, headline, verdict counts, checks, device), then the environment, the
+notebooks run, and per study: each seed claim beside what was measured and its verdict, the timings (median with
+spread, and the speedup against the case's reference), other values, correctness checks, and the plots. Numbers
+are shown to three significant figures.
+
+A run folder's log keeps every execution; the report shows each study's latest one (`--all`: every one). An
+execution is the set of rows that share a run id: the notebook's own rows and the runner's status rows ("started",
+then "ok", "failed" or "interrupted"), and its plots are the files in `<study>/<run id>/`. So a study interrupted
+half-way shows as interrupted, with the rows it wrote, never beside an earlier execution's "ok" or plots.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections import OrderedDict
 from pathlib import Path
 
-from .bench import fmt_seconds
+from .formatting import SPEEDUP_NOTE, fmt_seconds, reference_rows, short, sig, speedup_text
 from .results import read_rows
+from .verdicts import VERDICTS
 
 ENV_KEYS = ("host", "device_name", "torch", "cuda", "commit", "dirty")
+CONTEXT_SKIP = {"study", "kind", "metric", "value", "unit", "params", "env", "run_id"}
 
 
 def _md_table(header: list[str], rows: list[list]) -> str:
     def cell(v) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        return short(v).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def _by_study(rows: list[dict]) -> OrderedDict[str, list[dict]]:
-    out: OrderedDict[str, list[dict]] = OrderedDict()
-    for r in sorted(rows, key=lambda r: r.get("study") or ""):
-        out.setdefault(r.get("study") or "(no study)", []).append(r)
-    return out
-
-
 def _impl(r: dict) -> str:
     return r.get("impl") or r.get("description") or ""
 
 
-def _ratios(meas: list[dict]) -> dict[int, str]:
-    """Ratio of the baseline's median to each row's, within one (label, sub_label) benchmark."""
-    out = {}
-    groups: dict = {}
-    for i, r in enumerate(meas):
-        groups.setdefault((r.get("label"), r.get("sub_label"), r["env"].get("device_name")), []).append(i)
-    for idx in groups.values():
-        base = [i for i in idx if _impl(meas[i]) == "baseline"]
-        if not base:
-            continue
-        b = meas[base[-1]]["median_s"]
-        for i in idx:
-            out[i] = f"{b / meas[i]['median_s']:.2f}x" if meas[i]["median_s"] > 0 else ""
+def _device(rows: list[dict]) -> str:
+    names = dict.fromkeys(r["env"].get("device_name", "") for r in rows if r["kind"] != "run" and r.get("env"))
+    return ", ".join(n for n in names if n) or "-"
+
+
+# ---- executions: the rows that share a run id ---------------------------------------------------
+
+def executions(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """The log's executions in the order they started: {(study, sweep point, run id): rows}.
+
+    Logs written before the runner shared its run id with the notebook hold status rows under an id of their
+    own, with no "started" row: such a row joins the execution of the same study written just before it."""
+    ids_with_rows = {r.get("run_id") for r in rows if r["kind"] != "run" or r.get("status") == "started"}
+    last: dict = {}
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        where = (r.get("study"), r.get("sweep_point"))
+        rid = r.get("run_id")
+        if r["kind"] == "run" and rid not in ids_with_rows and where in last:
+            rid = last[where]  # an old-style status row
+        last[where] = rid
+        out.setdefault((*where, rid), []).append(r)
     return out
 
 
-def _study_section(study: str, rows: list[dict], out_dir: Path) -> str:
-    parts = [f"## {study}"]
+def latest(rows: list[dict]) -> tuple[list[dict], int]:
+    """Each study's rows from its latest execution only (per sweep point in a sweep folder).
+    -> (rows kept, number of earlier executions left out)."""
+    execs = executions(rows)
+    last = {}
+    for key in execs:  # in the order they started; a later start wins
+        last[key[:2]] = key
+    kept = {id(r) for key in last.values() for r in execs[key]}
+    return [r for r in rows if id(r) in kept], len(execs) - len(last)
+
+
+def status(exec_rows: list[dict]) -> tuple[str, str]:
+    """An execution's status as the report shows it, and where it stopped / why."""
+    runs = [r for r in exec_rows if r["kind"] == "run"]
+    if not runs:
+        return "no status", "not run by `perflab run` (papermill or Jupyter): nothing recorded how it ended"
+    last = runs[-1]
+    st = last.get("status")
+    if st == "started":
+        return "**did not finish**", "no end was recorded: the runner was killed, or is still running"
+    if "cells" in last:
+        where = f"cell {last['cell']} of {last['cells']}" if last.get("cell") is not None else ""
+    else:  # old-style rows: papermill's index, its injected cell counted
+        where = f"cell {last['cell']} (0-based, papermill's count)" if last.get("cell") is not None else ""
+    why = ": ".join(x for x in (where, last.get("error") or "") if x)
+    return ("ok" if st == "ok" else f"**{st}**"), why
+
+
+def _seconds(exec_rows: list[dict]) -> str:
+    s = [r.get("seconds") for r in exec_rows if r["kind"] == "run" and r.get("seconds") is not None]
+    return fmt_seconds(s[-1]) if s else "-"
+
+
+# ---- the summary --------------------------------------------------------------------------------
+
+def _headline(exec_rows: list[dict]) -> str:
+    marked = [r for r in exec_rows if r["kind"] == "note" and r.get("headline")]
+    if marked:
+        return marked[-1]["text"]
+    claims = [r for r in exec_rows if r["kind"] == "claim"]
+    if claims:
+        text = f"{claims[0]['claim']}: {claims[0]['measured']}"
+        return text if len(text) <= 160 else text[:157] + "..."
+    return "-"
+
+
+def _verdicts(exec_rows: list[dict]) -> str:
+    verdicts = [r["verdict"] for r in exec_rows if r["kind"] == "claim"]
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS if v in verdicts) or "-"
+
+
+def _checks(exec_rows: list[dict]) -> str:
+    checks = [r for r in exec_rows if r["kind"] == "check"]
+    if not checks:
+        return "-"
+    failed = sum(1 for r in checks if not r["passed"])
+    return f"{len(checks) - failed}/{len(checks)} pass" + (f", **{failed} FAIL**" if failed else "")
+
+
+def _summary(execs: dict[tuple, list[dict]]) -> str:
+    rows = []
+    for (study, point, rid), rs in execs.items():
+        st, _why = status(rs)
+        rows.append([study + (f" ({point})" if point else ""), st, _headline(rs), _verdicts(rs), _checks(rs),
+                     _device(rs), rid or "-"])
+    return "## Summary\n" + _md_table(
+        ["study", "status", "headline", "claims (verdicts)", "checks", "device", "run id (start time)"], rows)
+
+
+def _runs_table(execs: dict[tuple, list[dict]]) -> str:
+    rows = []
+    for (study, point, rid), rs in execs.items():
+        st, why = status(rs)
+        params = next((r.get("params") for r in rs if r["kind"] == "run"), None)
+        params = params if params is not None else (rs[0].get("params") or {})
+        shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"  # as given, not rounded
+        rows.append([study + (f" ({point})" if point else ""), rid or "-", st, _seconds(rs), shown, why])
+    return "## Notebooks run\n" + _md_table(["notebook", "run id", "status", "time", "parameters", "stopped at / why"],
+                                             rows)
+
+
+# ---- one study's section ------------------------------------------------------------------------
+
+def _timings(meas: list[dict]) -> str:
+    refs = reference_rows([((r.get("label") or "", r["env"].get("device_name")), r.get("sub_label") or "", _impl(r))
+                           for r in meas])
+    rows = [[r.get("label", ""), r.get("sub_label", ""), _impl(r), fmt_seconds(r["median_s"]),
+             fmt_seconds(r["iqr_s"]), f"{fmt_seconds(r['p20_s'])} - {fmt_seconds(r['p80_s'])}", r["n"],
+             "" if ref is None else speedup_text(meas[ref]["median_s"], r["median_s"], ref == i),
+             r["env"].get("device_name", "")] for i, (r, ref) in enumerate(zip(meas, refs))]
+    return ("### Timings (median, IQR, p20-p80 over timed blocks)\n"
+            + _md_table(["benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "speedup", "device"], rows)
+            + f"\n\n{SPEEDUP_NOTE}.")
+
+
+def _plots(out_dir: Path, study: str, run_id: str | None) -> str:
+    own = out_dir / study / run_id if run_id else None
+    if own is not None and own.is_dir():
+        plots = sorted(own.glob("*.png"))
+        note = ""
+    else:  # a log from before executions had folders of their own
+        plots = sorted((out_dir / study).glob("*.png")) if (out_dir / study).is_dir() else []
+        note = ("\n\n(plots in the study's folder, written before each execution had its own: they may come from "
+                "another execution)")
+    if not plots:
+        return ""
+    return "### Plots\n" + "\n".join(f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in plots) + note
+
+
+def _study_section(title: str, study: str, run_id: str | None, rows: list[dict], out_dir: Path) -> str:
+    parts = [f"## {title}"]
     kinds = {k: [r for r in rows if r["kind"] == k] for k in ("claim", "measurement", "value", "check", "note")}
     if kinds["claim"]:
         parts.append("### The seed's claims, measured\n" + _md_table(
@@ -61,19 +180,12 @@ def _study_section(study: str, rows: list[dict], out_dir: Path) -> str:
             [[r["claim"], r["seed"], r["measured"], r["env"].get("device_name", ""), f"**{r['verdict']}**"]
              for r in kinds["claim"]]))
     if kinds["measurement"]:
-        meas = kinds["measurement"]
-        ratios = _ratios(meas)
-        parts.append("### Timings (median, IQR, p20-p80 over timed blocks)\n" + _md_table(
-            ["benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "vs baseline", "device"],
-            [[r.get("label", ""), r.get("sub_label", ""), _impl(r), fmt_seconds(r["median_s"]),
-              fmt_seconds(r["iqr_s"]), f"{fmt_seconds(r['p20_s'])} - {fmt_seconds(r['p80_s'])}", r["n"],
-              ratios.get(i, ""), r["env"].get("device_name", "")] for i, r in enumerate(meas)]))
+        parts.append(_timings(kinds["measurement"]))
     if kinds["value"]:
-        skip = {"study", "kind", "metric", "value", "unit", "params", "env"}
         parts.append("### Values\n" + _md_table(
             ["metric", "value", "unit", "context", "device"],
-            [[r["metric"], _num(r["value"]), r.get("unit", ""),
-              ", ".join(f"{k}={v}" for k, v in r.items() if k not in skip and v not in ("", None)),
+            [[r["metric"], sig(r["value"]), r.get("unit", ""),
+              ", ".join(f"{k}={short(v)}" for k, v in r.items() if k not in CONTEXT_SKIP and v not in ("", None)),
               r["env"].get("device_name", "")] for r in kinds["value"]]))
     if kinds["check"]:
         parts.append("### Checks\n" + _md_table(
@@ -81,16 +193,10 @@ def _study_section(study: str, rows: list[dict], out_dir: Path) -> str:
             [[r["name"], "pass" if r["passed"] else "**FAIL**", r.get("detail", "")] for r in kinds["check"]]))
     for r in kinds["note"]:
         parts.append(f"> {r['text']}")
-    plots = sorted((out_dir / study).glob("*.png")) if (out_dir / study).is_dir() else []
+    plots = _plots(out_dir, study, run_id)
     if plots:
-        parts.append("### Plots\n" + "\n".join(f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in plots))
+        parts.append(plots)
     return "\n\n".join(parts)
-
-
-def _num(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
 
 
 def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list]) -> Path | None:
@@ -148,17 +254,21 @@ def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list
 
 
 def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
-    from .sweep import swept_parameters
+    from .sweep import read_status, swept_parameters
 
     grid = swept_parameters(out_dir)
     if not grid:
         return ""
     parts = ["## Sweep", "Grid: " + "; ".join(f"`{k}` in {v}" for k, v in grid.items())]
     points = []
-    for f in sorted((out_dir / "points").glob("*/status.json")):
-        st = json.loads(f.read_text())
-        points.append([f.parent.name, "ok" if st["ok"] else "**failed**", st["seconds"], st.get("error") or ""])
-    parts.append(_md_table(["point", "status", "seconds", "error"], points))
+    for d in sorted(p for p in (out_dir / "points").glob("*") if p.is_dir()):
+        st = read_status(d)
+        if st is None:
+            points.append([d.name, "**no status**", "-", "not finished, or its status.json is unreadable"])
+        else:
+            points.append([d.name, "ok" if st.get("ok") else "**failed**", fmt_seconds(st.get("seconds") or 0),
+                           st.get("error") or ""])
+    parts.append(_md_table(["point", "status", "time", "error"], points))
     for param in grid:
         path = sweep_plot(out_dir, [r for r in rows if r["kind"] != "run"], param, grid)
         if path:
@@ -166,21 +276,9 @@ def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
-def latest(rows: list[dict]) -> tuple[list[dict], int]:
-    """Each study's rows from its latest execution only (per sweep point in a sweep folder): a run folder's
-    log keeps every earlier execution too. -> (rows kept, number of earlier executions left out)."""
-    last: dict = {}
-    for r in rows:  # rows are in the order they were written: the last run_id seen wins
-        key = (r.get("study"), r.get("sweep_point"), r["kind"] == "run")
-        last[key] = r.get("run_id")
-    seen = {(r.get("study"), r.get("sweep_point"), r["kind"] == "run", r.get("run_id")) for r in rows}
-    kept = [r for r in rows if last[(r.get("study"), r.get("sweep_point"), r["kind"] == "run")] == r.get("run_id")]
-    return kept, len(seen) - len(last)
-
-
 def build(out_dir: str | Path, *, all_runs: bool = False) -> str:
     """The report's Markdown text for the run folder `out_dir` (reads `out_dir/results.jsonl`): each
-    study's latest execution, or every row with `all_runs`."""
+    study's latest execution, or every execution with `all_runs`."""
     out_dir = Path(out_dir)
     rows = read_rows(out_dir / "results.jsonl")
     rows, dropped = (rows, 0) if all_runs else latest(rows)
@@ -190,21 +288,26 @@ def build(out_dir: str | Path, *, all_runs: bool = False) -> str:
                if dropped else ").")]
     if not rows:
         return "\n\n".join(head + ["No results yet: run `perflab run` (or `make run`) first."]) + "\n"
-    envs = {tuple(r["env"].get(k) for k in ENV_KEYS) for r in rows if "env" in r}
+    execs = dict(sorted(executions(rows).items(), key=lambda kv: kv[0][0] or ""))  # sweep points: grid order
+    head.append(_summary(execs))
+    envs = {tuple(r["env"].get(k) for k in ENV_KEYS) for r in rows if r.get("env") and r["kind"] != "run"}
     head.append("## Environment\n" + _md_table(
         ["host", "device", "torch", "CUDA", "commit", "dirty tree"],
         [[h, d, t, c or "-", (sha or "-")[:10], dirty] for h, d, t, c, sha, dirty in sorted(envs, key=str)]))
-    runs = [r for r in rows if r["kind"] == "run"]
-    if runs:
-        head.append("## Notebooks run\n" + _md_table(
-            ["notebook", "status", "seconds", "parameters", "error"],
-            [[r["study"], r["status"] if r["status"] == "ok" else "**failed**", r["seconds"],
-              ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items()) or "defaults",
-              (f"cell {r['cell']}: " if r.get("cell") is not None else "") + (r.get("error") or "")]
-             for r in runs]))
-    sections = [_study_section(s, [r for r in rs if r["kind"] != "run"], out_dir)
-                for s, rs in _by_study(rows).items() if any(r["kind"] != "run" for r in rs)]
+    head.append(_runs_table(execs))
     sweep = _sweep_section(out_dir, rows)
+    sections = []
+    for (study, point, rid), rs in execs.items():
+        data = [r for r in rs if r["kind"] != "run"]
+        if data and not point:
+            title = study + (f" (run {rid})" if all_runs else "")
+            sections.append(_study_section(title, study, rid, data, out_dir))
+    if sweep:  # a sweep's points: one section per study, every point's rows together
+        by_study: dict[str, list[dict]] = {}
+        for (study, point, _), rs in execs.items():
+            if point:
+                by_study.setdefault(study, []).extend(r for r in rs if r["kind"] != "run")
+        sections += [_study_section(s, s, None, rs, out_dir) for s, rs in by_study.items() if rs]
     return "\n\n".join(head + ([sweep] if sweep else []) + sections) + "\n"
 
 

@@ -8,14 +8,21 @@
               measured="0 recompiles after warm-up", verdict="fixed")
     log.table()   # a pandas DataFrame of every row
 
-Every row carries the study, its kind, a `run_id` (one per ResultsLog, i.e. per execution of a study),
-the parameters of the run and the environment fingerprint (torch, CUDA, device, host, git commit, time). Rows are
-written with one `write` on a file opened for appending and fsync'd, so a crash can at worst leave one partial last line: readers skip it
-(and count it in `.skipped`), and the next append starts on a fresh line. Earlier rows are never lost.
+Every row carries the study, its kind, a `run_id` (one per execution of a study: `perflab run` hands its id to
+the notebook through $PERFLAB_RUN_ID, so the runner's status rows and the notebook's rows share it; readers such
+as `perflab report` show one execution and never mix two), the parameters of the run and the environment
+fingerprint (torch, CUDA, device, host, git commit, time). Rows are written with one `write` on a file opened for
+appending and fsync'd, so a crash can at worst leave one partial last line: readers skip it (and count it in
+`.skipped`), and the next append starts on a fresh line. Earlier rows are never lost.
+
+The writers return the row written as a `Row` (a dict whose repr is one line), so a notebook cell that ends with
+`run.log.value(...)` shows `<value row: metric=..., value=1.68>` (floats to three significant figures) rather than
+the whole row with its parameters and environment.
 """
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import json
 import math
 import os
@@ -30,6 +37,28 @@ from .env import fingerprint
 from .verdicts import VERDICTS
 
 KINDS = ("measurement", "value", "check", "claim", "run", "note")
+RUN_STATUSES = ("started", "ok", "failed", "interrupted")  # a "run" row: what the runner saw of one execution
+
+
+def new_run_id() -> str:
+    """A fresh execution id that sorts by start time and names a folder: '20261123-091743-3fa2'."""
+    return _dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
+
+
+class Row(dict):
+    """A row as written: a plain dict with a one-line repr (the kind and its main fields, no environment)."""
+    SHOWN = ("study", "metric", "value", "unit", "name", "passed", "claim", "verdict", "label", "sub_label",
+             "impl", "median_s", "status", "text")
+
+    def __repr__(self) -> str:
+        from .formatting import sig
+
+        shown = ", ".join(f"{k}={sig(v) if isinstance(v, float) else repr(v)}" for k in self.SHOWN
+                          if (v := self.get(k)) not in (None, ""))
+        return f"<{self.get('kind')} row: {shown}>"
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython would otherwise pretty-print it as a dict
+        p.text(repr(self))
 
 
 def _jsonable(v: Any) -> Any:
@@ -52,24 +81,26 @@ class ResultsLog:
     """Append-only JSON Lines log of a study's results. See the module doc for the row kinds."""
 
     def __init__(self, path: str | os.PathLike, *, study: str = "", params: Any = None,
-                 device: Any = None, stamp: dict | None = None):
+                 device: Any = None, stamp: dict | None = None, run_id: str | None = None):
         self.path = Path(path)
         self.study = study
         self.params = _jsonable(params) if params is not None else {}
         self.env = stamp if stamp is not None else fingerprint(device)
-        self.run_id = uuid.uuid4().hex[:12]  # one execution of a study: reports show a study's latest
+        self.run_id = run_id or new_run_id()  # one execution of a study: reports show a study's latest
         self.skipped = 0
 
     # ---- writing ----------------------------------------------------------------------------
-    def append(self, kind: str, **fields: Any) -> dict:
+    def append(self, kind: str, **fields: Any) -> Row:
         """Write one row; returns it. `kind` is one of KINDS."""
         if kind not in KINDS:
             raise ValueError(f"unknown row kind {kind!r}; expected one of {KINDS}")
+        if kind == "run" and fields.get("status") not in RUN_STATUSES:
+            raise ValueError(f"a run row's status must be one of {RUN_STATUSES}, got {fields.get('status')!r}")
         env = self.env
         if "torch_threads" in env:  # read at write time: notebooks set their thread count after opening the run
             env = {**env, "torch_threads": torch.get_num_threads()}
-        row = {"study": fields.pop("study", self.study), "kind": kind, **_jsonable(fields),
-               "run_id": self.run_id, "params": self.params, "env": env}
+        row = Row({"study": fields.pop("study", self.study), "kind": kind, **_jsonable(fields),
+                   "run_id": self.run_id, "params": self.params, "env": env})
         line = (json.dumps(row, allow_nan=False) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -87,7 +118,7 @@ class ResultsLog:
         size = os.fstat(fd).st_size
         return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
-    def measurement(self, m, *, metric: str | None = None, unit: str = "s", **fields: Any) -> dict:
+    def measurement(self, m, *, metric: str | None = None, unit: str = "s", **fields: Any) -> Row:
         """A timing: the Measurement's median and spread (seconds), with its label/sub_label/description."""
         from .bench import summary
 
@@ -95,22 +126,27 @@ class ResultsLog:
         return self.append("measurement", metric=metric or ts.label, unit=unit, label=ts.label,
                            sub_label=ts.sub_label, description=ts.description, **summary(m), **fields)
 
-    def value(self, metric: str, value: Any, *, unit: str = "", **fields: Any) -> dict:
+    def value(self, metric: str, value: Any, *, unit: str = "", **fields: Any) -> Row:
         """A number (or count) that is not a timing distribution: a ratio, a count, a memory peak."""
         return self.append("value", metric=metric, value=value, unit=unit, **fields)
 
-    def check(self, name: str, passed: bool, detail: str = "", **fields: Any) -> dict:
+    def check(self, name: str, passed: bool, detail: str = "", **fields: Any) -> Row:
         """A correctness check's outcome."""
         return self.append("check", name=name, passed=bool(passed), detail=detail, **fields)
 
-    def claim(self, claim: str, *, seed: str, measured: str, verdict: str, **fields: Any) -> dict:
+    def claim(self, claim: str, *, seed: str, measured: str, verdict: str, **fields: Any) -> Row:
         """A seed's claim beside what was measured here, with a verdict from VERDICTS."""
         if verdict not in VERDICTS:
             raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
         return self.append("claim", claim=claim, seed=seed, measured=measured, verdict=verdict, **fields)
 
-    def note(self, text: str, **fields: Any) -> dict:
+    def note(self, text: str, **fields: Any) -> Row:
         return self.append("note", text=text, **fields)
+
+    def headline(self, text: str, **fields: Any) -> Row:
+        """The study's one-line finding for the top of `perflab report` (a note marked as the headline; the
+        last one an execution writes is shown). Without one the report shows the first claim's measurement."""
+        return self.append("note", text=text, headline=True, **fields)
 
     # ---- reading ----------------------------------------------------------------------------
     def rows(self, **match: Any) -> list[dict]:

@@ -6,10 +6,16 @@
 `setup` validates the parameters against the notebook's registered dataclass (the same `validate` as
 `perflab run`), sets torch's CPU threads, picks the device, opens the run folder and its results log
 (stamped with the parameters and the environment as it now is), and prints one environment line.
+
+Where an execution writes: rows go to `<out>/results.jsonl` (appended, tagged with the execution's run id), files
+(plots, profiles, weights) to `<out>/<study>/<run id>/`, a folder of its own, so no later execution (another
+`perflab run`, a direct papermill run, JupyterLab) overwrites a plot that an earlier report links. `<out>` is the
+`out_dir` parameter, else $PERFLAB_OUT (set by `perflab run --out`), else `outputs/local/` in the checkout.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +28,35 @@ from .results import ResultsLog
 class Run:
     """What a notebook writes into: its folder, its results log, and where its plots go."""
     study: str
-    dir: Path            # <out>/<study>/ : plots, profiles, saved weights
-    log: ResultsLog      # <out>/results.jsonl, shared by the studies of one run
+    dir: Path            # <out>/<study>/<run id>/ : plots, profiles, saved weights of this execution only
+    log: ResultsLog      # <out>/results.jsonl, shared by the studies of one run folder (rows carry the run id)
     cfg: Any = None      # the validated parameters
     device: torch.device | None = None
 
     def savefig(self, fig, name: str, **kw) -> Path:
-        """Save a matplotlib figure as <out>/<study>/<name>.png and return the path."""
+        """Save a matplotlib figure as <out>/<study>/<run id>/<name>.png (this execution's own) and return the path."""
         path = self.dir / f"{name}.png"
         fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
         return path
 
 
-def open_run(study: str, params: Any = None, *, out_dir: str = "", device: Any = None) -> Run:
-    """Create (or reuse) the run folder and open its results log, stamped with `params` and the
-    environment of `device` (default: `params.device` when the parameters name one, else "auto")."""
+def open_run(study: str, params: Any = None, *, out_dir: str = "", device: Any = None,
+             run_id: str | None = None) -> Run:
+    """Open this execution's results log (in the run folder, created if missing) and its own files folder.
+
+    The log is stamped with `params` and the environment of `device` (default: `params.device` when the
+    parameters name one, else "auto"). The run id is `run_id`, else $PERFLAB_RUN_ID (`perflab run` sets it so
+    that its status rows join the notebook's), else a fresh one."""
     from .paths import run_dir
 
     if device is None:
         device = getattr(params, "device", None) if not isinstance(params, dict) else params.get("device")
     out = run_dir(out_dir or getattr(params, "out_dir", "") or "")
-    log = ResultsLog(out / "results.jsonl", study=study, params=params, device=device)
-    return Run(study=study, dir=run_dir(out, study), log=log, cfg=params)
+    log = ResultsLog(out / "results.jsonl", study=study, params=params, device=device,
+                     run_id=run_id or os.environ.get("PERFLAB_RUN_ID") or None)
+    files = out / study / log.run_id
+    files.mkdir(parents=True, exist_ok=True)
+    return Run(study=study, dir=files, log=log, cfg=params)
 
 
 def environment_line(device: torch.device) -> str:

@@ -80,17 +80,27 @@ def points(grid: dict[str, list], out: Path) -> list[Point]:
     return [Point(params=c, dir=out / "points" / _slug(c)) for c in combos]
 
 
+def read_status(point_dir: Path) -> dict | None:
+    """A point's status.json, or None when it has none or it cannot be read (a point killed while writing it,
+    a disk error): such a point is run again, like an unfinished one."""
+    f = Path(point_dir) / "status.json"
+    try:
+        st = json.loads(f.read_text())
+    except (OSError, ValueError):  # missing, unreadable, not JSON (UnicodeDecodeError is a ValueError)
+        return None
+    return st if isinstance(st, dict) else None
+
+
 def status(point: Point) -> dict | None:
-    f = point.dir / "status.json"
-    return json.loads(f.read_text()) if f.is_file() else None
+    return read_status(point.dir)
 
 
-def run_point(nb_path: str, name: str, params: dict, point_dir: str) -> dict:
+def run_point(nb_path: str, name: str, params: dict, point_dir: str, user_cwd: str | None = None) -> dict:
     """Execute one point (runs inside the submitit job) and record its status.json atomically."""
     d = Path(point_dir)
-    o = nbs.execute(name, Path(nb_path), params, d, progress=False)
-    st = {"ok": o.ok, "seconds": round(o.seconds, 2), "cell": o.cell_index, "error": o.error,
-          "params": params, "host": os.uname().nodename, "time": time.time()}
+    o = nbs.execute(name, Path(nb_path), params, d, progress=False, user_cwd=user_cwd)
+    st = {"ok": o.ok, "status": o.status, "seconds": round(o.seconds, 2), "cell": o.cell, "error": o.error,
+          "run_id": o.run_id, "params": params, "host": os.uname().nodename, "time": time.time()}
     tmp = d / ".status.json.tmp"
     tmp.write_text(json.dumps(st))
     os.replace(tmp, d / "status.json")
@@ -142,10 +152,13 @@ def _check_spec(out: Path, spec: dict) -> None:
 
 
 def merge(out: Path, pts: list[Point]) -> Path:
-    """Rebuild <out>/results.jsonl from the points' own logs (the points' files are the truth)."""
+    """Rebuild <out>/results.jsonl from the points' own logs (the points' files are the truth): each point's
+    latest execution (a point run again keeps its earlier executions in its own log only)."""
+    from .report import latest
+
     lines = []
     for p in pts:
-        for row in read_rows(p.dir / "results.jsonl"):
+        for row in latest(read_rows(p.dir / "results.jsonl"))[0]:
             row["sweep_point"] = p.slug
             lines.append(json.dumps(row))
     tmp = out / ".results.jsonl.tmp"
@@ -191,7 +204,8 @@ def sweep(notebook: str, grid_specs: list[str], *, out: Path, executor: str = "l
     skipped = [p for p in pts if p not in todo]
     finished, failed = [], []
     bar = tqdm(total=len(pts), initial=len(skipped), desc=f"sweep {name}", unit="point", disable=not progress)
-    args = [(str(path), name, {**fixed, **p.params}, str(p.dir)) for p in todo]
+    cwd = os.getcwd()  # relative paths given as parameters resolve from here, wherever the job runs
+    args = [(str(path), name, {**fixed, **p.params}, str(p.dir), cwd) for p in todo]
     # local: waves of max_parallel (each point is a whole notebook; on a small box, parallel points
     # would time each other); slurm: one array job, throttled by slurm_array_parallelism.
     wave = len(todo) if executor == "slurm" else max_parallel

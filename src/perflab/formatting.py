@@ -1,0 +1,91 @@
+"""Numbers as reports print them: three significant figures, units for seconds (imports nothing heavy).
+
+    sig(13.2874)  -> '13.3'      sig(669.8) -> '670'      sig(0.0006783) -> '6.78e-04'      sig(12) -> '12'
+    fmt_seconds(0.034) -> '34.0 ms'
+    short({"spread": [0.99166, 1.1691]}) -> '{spread: [0.992, 1.17]}'
+"""
+from __future__ import annotations
+
+import math
+
+
+def sig(v, digits: int = 3) -> str:
+    """A float to `digits` significant figures (trailing zeros kept: '1.10' says the third figure is known);
+    ints, bools and anything else as `str` does."""
+    if isinstance(v, bool) or not isinstance(v, float):
+        return str(v)
+    if not math.isfinite(v):
+        return str(v)
+    if v == 0:
+        return "0"
+    r = float(f"{v:.{digits}g}")  # rounded first: 0.9996 -> 1.0 has magnitude 0, not -1
+    mag = math.floor(math.log10(abs(r)))
+    if -3 <= mag < 6:
+        return f"{r:.{max(0, digits - 1 - mag)}f}"
+    return f"{r:.{digits - 1}e}"
+
+
+def short(v, digits: int = 3) -> str:
+    """Any JSON-like value with every float in it at `digits` significant figures."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {short(x, digits)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(short(x, digits) for x in v) + "]"
+    return sig(v, digits)
+
+
+def fmt_seconds(s: float) -> str:
+    """1.2e-5 -> '12.0 us'; 0.034 -> '34.0 ms'; 2.5 -> '2.50 s'; 1234.5 -> '1230 s' (three significant figures)."""
+    s = float(s)
+    if not math.isfinite(s) or s == 0:
+        return f"{sig(s)} s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(float(f"{s:.3g}")) >= scale or unit == "ns":  # rounded first: 0.99996 s is '1.00 s'
+            return f"{sig(s / scale)} {unit}"
+    return f"{s} s"
+
+
+def reference_rows(keys: list[tuple]) -> list[int | None]:
+    """For each timing (benchmark label, case, implementation), the index of the timing its speedup is taken
+    against: the case's "baseline"; else the benchmark's one baseline that is a case of its own (an ablation:
+    case "baseline", then one case per change); else the case's first timing when the case has several; else,
+    in a list of variants (each case named after its implementation), the list's first; else None (a lone
+    timing, such as one point of a size sweep: nothing to compare it with)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (label, case, _) in enumerate(keys):
+        groups.setdefault((label, case), []).append(i)
+    lone: dict = {}
+    for (label, _), idx in groups.items():
+        if all(keys[i][2] == "baseline" for i in idx):
+            lone.setdefault(label, []).append(idx[0])
+    variants: dict = {}
+    for i, (label, case, impl) in enumerate(keys):
+        if case == impl and len(groups[(label, case)]) == 1:
+            variants.setdefault(label, []).append(i)
+    refs: list[int | None] = []
+    for i, (label, case, _) in enumerate(keys):
+        idx = groups[(label, case)]
+        base = [j for j in idx if keys[j][2] == "baseline"]
+        if base:
+            refs.append(base[0])
+        elif len(lone.get(label, [])) == 1:
+            refs.append(lone[label][0])
+        elif len(idx) > 1:
+            refs.append(idx[0])
+        elif i in variants.get(label, []) and len(variants[label]) > 1:
+            refs.append(variants[label][0])
+        else:
+            refs.append(None)
+    return refs
+
+
+def speedup_text(ref_median: float, median: float, is_ref: bool) -> str:
+    """'ref' for the reference itself, else ref / this as '1.23x' (three significant figures)."""
+    if is_ref:
+        return "ref"
+    return f"{sig(ref_median / median)}x" if median > 0 else ""
+
+
+SPEEDUP_NOTE = ("speedup = the reference's median / this median (above 1: faster); the reference is the case's "
+                "baseline, else the benchmark's baseline, else the case's first row, else (cases named after "
+                "their implementation) the benchmark's first row")
