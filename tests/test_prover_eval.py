@@ -189,9 +189,11 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
     policy = make_policy(kg, PolicyConfig(embed_dim=16, hidden=32, n_blocks=1), seed=0, device="cuda")
     cands = corruptions(kg, kg.queries["test"][:8], 7, "both", seed=0).flat().cuda()      # 64 candidates
     eager = GreedyStep(engine, policy, max_depth=6)
+    slots = eager.init(cands)
     with torch.inference_mode(), count_host_syncs(cuda_debug=True) as syncs:
         engine.derive(*engine.initial(cands))
-    assert syncs.total == 0 and syncs.cuda_debug_warnings == 0, syncs
+        eager(*slots)
+    assert syncs.total == 0 and syncs.cuda_debug_warnings == 0, (syncs, syncs.cuda_debug_warnings)
     reset()
     graphs = GreedyStep(engine, policy, max_depth=6, compile="reduce-overhead")
     with torch.inference_mode():

@@ -57,6 +57,9 @@ class UnificationEngine:
         if self.K < 0:
             raise ValueError(f"max_fact_matches must be >= 0, got {self.K}")
         self._build_rule_index(kg)
+        lone = torch.zeros(2, self.A, 3, dtype=torch.long)
+        lone[0, 0, 0], lone[1, 0, 0] = END, FALSE
+        self._lone = lone.to(self.device)  # the <end> and <false> states, built once on the device
 
     # ---- indexes ----------------------------------------------------------------------------
     def key(self, p, a, b):
@@ -213,12 +216,9 @@ class UnificationEngine:
         n_real = valid.sum(-1)
         valid = valid & (torch.cumsum(valid, -1) <= cap)
         any_real = n_real > 0
-
-        def lone(pred):
-            s = torch.zeros(B, A, 3, dtype=states.dtype, device=states.device)
-            s[:, 0, 0] = pred
-            return s
-        extra = torch.stack([lone(END), lone(FALSE), states], dim=1)  # [B, 3, A, 3]
+        # [B, 3, A, 3]: <end>, <false>, the state itself. Built from device constants: a Python scalar
+        # assigned into a CUDA slice (s[:, 0, 0] = END) takes a host-tensor path on CUDA only
+        extra = torch.cat([self._lone.expand(B, 2, A, 3), states[:, None]], dim=1)
         extra_valid = torch.stack([any_real & ~terminal & self.end_action, ~any_real & ~terminal, terminal], 1)
         all_states = torch.cat([succ, extra], dim=1)                  # [B, N+3, A, 3]
         all_valid = torch.cat([valid, extra_valid], dim=1)
