@@ -107,8 +107,8 @@ def test_padding_stops_recompiles_across_tail_sizes(setup):
     kg, engine, policy = setup
     cands = corruptions(kg, kg.queries["test"][:8], 7, "both", seed=0).flat()    # 64 candidates
     reset()
-    padded = GreedyStep(engine, policy, max_depth=3, compile="eager")
-    unpadded = GreedyStep(engine, policy, max_depth=3, compile="eager")
+    padded = GreedyStep(engine, policy, max_depth=3, compile="default", backend="eager")
+    unpadded = GreedyStep(engine, policy, max_depth=3, compile="default", backend="eager")
     with torch.inference_mode():
         optimized.score_candidates(padded, cands[:16], 16)                      # warm-up at the batch
         with count_compiles() as pad_cc:
