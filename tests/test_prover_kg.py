@@ -100,3 +100,11 @@ def test_ladder_and_lengths():
     lengths = seed_like_lengths(4000, 20, g)
     assert lengths.min() == 1 and lengths.max() == 20
     assert 4.0 < lengths.float().mean() < 5.5 and 0.45 < (lengths == 1).float().mean() < 0.55
+
+
+def test_a_file_that_is_not_utf8_names_file_line_and_column(tmp_path):
+    d = _write(tmp_path / "latin1", **{"rules.txt": RULES})
+    (d / "facts.txt").write_bytes("parent(ann,bob).\nparent(bob,jos\xe9).\n".encode("latin-1"))
+    with pytest.raises(KGFormatError) as e:
+        KnowledgeGraph.load(d)
+    assert f"{d / 'facts.txt'}:2: not UTF-8 text (byte 0xe9 at column 15)" in str(e.value)

@@ -146,7 +146,8 @@ def test_unknown_strategy_is_refused(ladder):
 
 def test_notebook_helpers_time_and_count(ladder):
     from perflab.bench import summary
-    from perflab.prover.study import Workload, graphs_per_strategy, per_step_counts, time_strategies, trace_table
+    from perflab.prover.profiles import per_step_counts
+    from perflab.prover.study import Workload, graphs_per_strategy, time_strategies, trace_table
 
     kg, step = ladder
     w = Workload("ladder", step, _ladder_case(kg, [1, 3, 2, 5, 1, 1, 4, 2]))

@@ -123,7 +123,7 @@ def measure_eval(*, seed_gib: float, unpadded_graphs_per_tail: float, padded_gra
         a, b = cross
         j = ratio(b.measurement, a.measurement, (a.batch * a.steps) / (b.batch * b.steps))
         out["l2"] = (j, f"the step's bytes pass L2 ({l2 / 2**20:g} MiB) between B={a.batch} and {b.batch}: "
-                        f"cost per candidate-step x{_fmt(j)} there")
+                        f"cost per candidate-step {_fmt(j)} there")
     else:
         out["l2"] = (None, f"no swept batch size crosses L2 ({l2 / 2**20:g} MiB)")
     if 512 in per_cand and len(pts) > 1:
@@ -161,16 +161,19 @@ def measure_early_exit(*, ms: dict, res: dict, busy: list, idle: list, n_shapes:
     full = res["full"]
     useful = full.slot_steps - full.wasted_slot_steps
     p = lambda xs, q: float(np.percentile(xs, q))  # noqa: E731
-    flat = Measured(float(np.median(idle) / np.median(busy)), p(idle, 20) / p(busy, 80), p(idle, 80) / p(busy, 20))
-    flat = Measured(flat.value, min(flat.low, flat.value), max(flat.high, flat.value))
+    flat = None
+    if busy and idle:
+        r = float(np.median(idle) / np.median(busy))
+        flat = Measured(r, min(r, p(idle, 20) / p(busy, 80)), max(r, p(idle, 80) / p(busy, 20)))
     rec, bkt = ratio(ms["full"], ms["recycle"]), ratio(ms["full"], ms["bucketed"])
     ideal = ratio(ms["full"], ms["recycle"], useful / full.slot_steps)
     bm = ratio(ms["masked"], ms["bucketed"]) if one_per_bucket else Measured.exact(0.0)
     vs = ", ".join(f"{s} {ms['full'].median / m.median:.2f}x" for s, m in ms.items() if s != "full")
     n_cand = len(full.score)
     return {
-        "flat_step": (_either_way(flat), f"full at B={batch}: {1e3 * np.median(busy):.2f} ms per step with every row "
-                      f"active, {1e3 * np.median(idle):.2f} ms with <= 10% active (x{_fmt(flat)})"),
+        "flat_step": (None, "no full step with all rows active, or none with <= 10%") if flat is None else
+                     (_either_way(flat), f"full at B={batch}: {1e3 * np.median(busy):.2f} ms per step with every row "
+                      f"active, {1e3 * np.median(idle):.2f} ms with <= 10% active ({_fmt(flat)})"),
         "wasted": (Measured.exact(useful / full.slot_steps), f"{useful} useful of {full.slot_steps} rows computed by full "
                    f"({useful / full.slot_steps:.0%}) on seed-like lengths"),
         "early_exit": (rec, f"recycle {_fmt(rec)} vs full; {vs}"),

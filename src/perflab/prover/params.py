@@ -12,7 +12,7 @@ from ..params import Backend, CompileMode, RunParams, require
 class ProverParams(RunParams):
     """The prover's fields shared by both notebooks (after the run fields)."""
     compile: CompileMode = "off"     # torch.compile mode: off, default, reduce-overhead or max-autotune
-    backend: Backend = "inductor"    # inductor; eager (dynamo graphs without codegen: cheap); aot_eager
+    backend: Backend = "inductor"    # torch.compile backend: inductor, eager (dynamo graphs, no codegen) or aot_eager
     max_depth: int = 20              # proof steps before a candidate counts as failed
     max_derived: int = 16            # successor slots per state; the seed used 120
     n_queries: int = 24              # test queries evaluated
@@ -32,7 +32,7 @@ class ProverParams(RunParams):
 class EvalParams(ProverParams):
     """notebooks/03_eval.ipynb"""
     compile: CompileMode = "default"  # torch.compile mode: off, default, reduce-overhead or max-autotune
-    backend: Backend = "eager"       # eager backend on CPU: the graphs and recompiles without inductor's ~60 s
+    backend: Backend = "eager"       # torch.compile backend: inductor, eager (the graphs without inductor's ~60 s) or aot_eager
     batch: int = 128                 # candidates per step; 0 means the measured memory model picks
     mode: Literal["head", "tail", "both"] = "both"  # corrupt the head, the tail or both
     kg_dir: str = ""                 # a knowledge-graph folder to load instead; empty means the synthetic one

@@ -1,8 +1,8 @@
 """The measurements behind notebooks/03_eval and 04_early_exit, as functions (the notebooks call and plot them).
 
-03: `knowledge_graph`, `recompiles_by_tail`, `batch_sweep`, `step_profile`, `time_variants`, `step_bytes`,
-    `cache_bytes`. 04: `ladder_workload`, `family_workload`, `run_strategies`, `graphs_per_strategy`,
-    `per_step_counts`, `time_strategies`, `row_step_seconds`, `trace_table`.
+03: `knowledge_graph`, `recompiles_by_tail`, `batch_sweep`, `floor_share`, `eval_variants`, `time_variants`.
+04: `ladder_workload`, `family_workload`, `run_strategies`, `graphs_per_strategy`, `time_strategies`,
+    `row_step_seconds`, `trace_table`, `strategy_table`. Where a step's time goes: `profiles.py`.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 from ..bench import measure, summary
 from ..compiles import count_compiles, reset
 from ..env import synchronize
-from ..launches import count_launches
 from ..memory import peak_memory
 from ..paths import user_path
+from ..verdicts import Measured
 from . import baseline, optimized
 from .batching import step_bytes
 from .data import family_kg, ladder_kg, ladder_queries, seed_like_lengths, training_queries
@@ -28,9 +28,6 @@ from .policy import make_policy, train_policy
 from .ranking import corruptions
 from .rollout import STRATEGIES, RolloutResult, rollout, rollout_full
 from .step import GreedyStep
-
-VIEWS = ("aten::unsqueeze", "aten::select", "aten::slice", "aten::expand", "aten::expand_as", "aten::view",
-         "aten::reshape", "aten::unbind", "aten::squeeze", "aten::as_strided", "aten::alias", "aten::t")
 
 
 def knowledge_graph(kg_dir: str, n_families: int, seed: int) -> KnowledgeGraph:
@@ -110,55 +107,14 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, min_
     return out
 
 
-@dataclasses.dataclass
-class StepProfile:
-    batch: int
-    steps: int                 # steps of the profiled chunk
-    launches: float            # per step: CUDA kernels, or on CPU aten ops + compiled-graph calls
-    views: float               # per step, of `launches` on CPU: view ops (no kernel on a GPU)
-    host_reads: float          # per step
-    measurement: object        # one chunk's rollout, warm
-    bytes_per_step: int        # predicted (step_bytes)
-    table: str                 # torch.profiler's top ops of the profiled chunk
-    top: list                  # [(op, calls per step, share of the op time)]
-
-    @property
-    def ms_per_step(self) -> float:
-        return 1e3 * self.measurement.median / self.steps
-
-    def bandwidth(self) -> float:
-        """Bytes per step over time per step (B/s): the rate the step would need to move its bytes."""
-        return self.bytes_per_step / (self.measurement.median / self.steps)
-
-
-def step_profile(step: GreedyStep, candidates: torch.Tensor, batch: int, *, min_run_time: float,
-                 max_run_time: float, row_limit: int = 12) -> StepProfile:
-    """Where one step of the evaluation loop goes: a chunk of `batch` candidates rolled out with `step`
-    (warm), under torch.profiler (its top ops by self time, CUDA time on a GPU), under count_launches, and
-    timed; every count divided by the chunk's steps."""
-    chunk = fill(candidates, batch)
-    dev = step.engine.device
-    with torch.inference_mode():
-        res = rollout_full(step, chunk)                               # warm: compiled, buffers built
-        with count_launches(dev) as launches:
-            rollout_full(step, chunk)
-        acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev.type == "cuda" else [])
-        with torch.profiler.profile(activities=acts) as prof:
-            rollout_full(step, chunk)
-            synchronize(dev)
-        m = measure(lambda: rollout_full(step, chunk), label="one chunk of the evaluation loop", sub_label=f"B={batch}",
-                    description=f"{step.mode}/{step.backend}", min_run_time=min_run_time, max_run_time=max_run_time,
-                    warmup=0, device=dev)
-    key = "self_cuda_time_total" if dev.type == "cuda" else "self_cpu_time_total"
-    avg = [e for e in prof.key_averages() if e.key.startswith(("aten::", "## Call", "triton", "void", "cpp_"))
-           or dev.type == "cuda"]
-    total = sum(getattr(e, key) for e in avg) or 1.0
-    top = sorted(avg, key=lambda e: -getattr(e, key))[:row_limit]
-    n = res.steps_executed
-    views = sum(v for k, v in launches.by_op.items() if k in VIEWS) if dev.type != "cuda" else 0
-    return StepProfile(batch, n, launches.total / n, views / n, res.host_reads / n, m, step_bytes(step.engine, step.policy, batch),
-                       prof.key_averages().table(sort_by=key, row_limit=row_limit, max_name_column_width=48),
-                       [(e.key, e.count / n, getattr(e, key) / total) for e in top])
+def floor_share(points, engine, policy, bandwidth: float):
+    """The floor (the step's predicted bytes over the copy bandwidth, us per candidate-step) over the best
+    measured point of the sweep, with its p20-p80 interval. -> (Measured share, floor_us, best point)."""
+    floor_us = 1e6 * step_bytes(engine, policy, 1) / bandwidth
+    best = min(points, key=lambda p: p.us_per_candidate_step)
+    s, per = summary(best.measurement), 1e6 / (best.batch * best.steps)
+    v = floor_us / best.us_per_candidate_step
+    return Measured(v, min(v, floor_us / (s["p80_s"] * per)), max(v, floor_us / (s["p20_s"] * per))), floor_us, best
 
 
 def eval_variants(compile: str, backend: str) -> dict:
@@ -249,19 +205,6 @@ def graphs_per_strategy(w: Workload, batch: int, min_bucket: int) -> dict[str, i
             rollout(step, w.candidates, batch, s, min_bucket=min_bucket)
         out[s] = cc.graphs
     reset()
-    return out
-
-
-def per_step_counts(w: Workload, batch: int, min_bucket: int) -> dict[str, dict]:
-    """Per strategy, per step: launches (count_launches: CUDA kernels, or aten ops + graph calls on CPU)
-    and host reads, from one warm untraced run."""
-    out = {}
-    for s in STRATEGIES:
-        rollout(w.step, w.candidates, batch, s, min_bucket=min_bucket)        # warm
-        with count_launches(w.step.engine.device) as launches:
-            r = rollout(w.step, w.candidates, batch, s, min_bucket=min_bucket)
-        n = max(1, r.steps_executed)
-        out[s] = dict(launches_per_step=launches.total / n, host_reads_per_step=r.host_reads / n, steps=r.steps_executed)
     return out
 
 
