@@ -151,7 +151,8 @@ def test_notebook_helpers_time_and_count(ladder):
 
     kg, step = ladder
     w = Workload("ladder", step, _ladder_case(kg, [1, 3, 2, 5, 1, 1, 4, 2]))
-    ms, res = time_strategies(w, 4, 2, rounds=2)
+    ms, res, reads = time_strategies(w, 4, 2, rounds=2)
+    assert reads["full"] > 1 and reads["recycle"] <= reads["full"]
     assert set(ms) == set(STRATEGIES) and all(summary(m)["n"] == 2 for m in ms.values())
     assert res["recycle"].steps.tolist() == [1, 3, 2, 5, 1, 1, 4, 2]
     t = trace_table(res)

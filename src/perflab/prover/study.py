@@ -211,24 +211,27 @@ def graphs_per_strategy(w: Workload, batch: int, min_bucket: int) -> dict[str, i
 def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strategies=STRATEGIES):
     """Wall time of each strategy on the whole workload: one traced warm-up run (its results and counts
     are returned), then `rounds` timed rounds with the strategies interleaved, so that each sees the same
-    machine conditions (a shared CPU drifts by tens of percent within a minute). -> ({strategy:
-    Measurement}, {strategy: RolloutResult}). Each run ends with a device synchronize."""
+    machine conditions (a shared CPU drifts by tens of percent within a minute). Each run ends with a
+    device synchronize. -> ({strategy: Measurement}, {strategy: traced RolloutResult}, {strategy: host
+    reads per step of the timed, untraced runs})."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     res = run_strategies(w, batch, min_bucket, strategies)
     dev = w.step.engine.device
     times: dict[str, list] = {s: [] for s in strategies}
+    reads = {}
     for _ in range(rounds):
         for s in strategies:
             t0 = time.perf_counter()
-            rollout(w.step, w.candidates, batch, s, min_bucket=min_bucket)
+            r = rollout(w.step, w.candidates, batch, s, min_bucket=min_bucket)
             synchronize(dev)
             times[s].append(time.perf_counter() - t0)
+            reads[s] = r.host_reads / max(1, r.steps_executed)
     spec = dict(stmt="rollout(...)", setup="", global_setup="", label=w.name, env=str(dev),
                 sub_label=f"{len(w.candidates)} candidates, B={batch}", num_threads=torch.get_num_threads())
     ms = {s: Measurement(number_per_run=1, raw_times=t, task_spec=TaskSpec(description=s, **spec))
           for s, t in times.items()}
-    return ms, res
+    return ms, res, reads
 
 
 def row_step_seconds(w: Workload, batch: int, *, min_run_time: float, max_run_time: float):
@@ -248,8 +251,9 @@ def trace_table(results: dict[str, RolloutResult]):
                          for s, r in results.items() for i, (sec, c, a) in enumerate(r.trace)])
 
 
-def strategy_table(w: Workload, ms: dict, res: dict, ideal_s: float, counts: dict):
-    """Per strategy: median and spread, vs full, share of the ideal, steps, time/launches/host reads per step."""
+def strategy_table(w: Workload, ms: dict, res: dict, ideal_s: float, launches: dict, reads: dict):
+    """Per strategy: median and spread, vs full, share of the ideal, steps, time, launches and host reads
+    per step (`launches`: profiles.per_step_counts; `reads`: time_strategies')."""
     import pandas as pd
 
     n = len(w.candidates)
@@ -260,6 +264,6 @@ def strategy_table(w: Workload, ms: dict, res: dict, ideal_s: float, counts: dic
                          ms_per_candidate=round(1e3 * sm["median_s"] / n, 3),
                          vs_full=round(ms["full"].median / m.median, 2), of_ideal=round(ideal_s / m.median, 2),
                          steps=res[s].steps_executed, ms_per_step=round(1e3 * m.median / steps, 2),
-                         launches_per_step=round(counts[s]["launches_per_step"], 1),
-                         host_reads_per_step=round(counts[s]["host_reads_per_step"], 2)))
+                         launches_per_step=round(launches[s]["launches_per_step"], 1),
+                         host_reads_per_step=round(reads[s], 2)))
     return pd.DataFrame(rows).set_index("strategy")
