@@ -14,9 +14,13 @@ Terminal states (<true>, <false>, <end>, all-padding) have themselves as their o
 
 Unification binds a rule variable to the goal's term, else a goal variable to the rule's term, one
 argument pair after the other (Robinson's algorithm for two pairs); `reference.py` does the same with
-dicts and loops. No step reads a tensor value on the host, so `derive` can sit inside a CUDA graph.
+dicts and loops. No step reads a tensor value on the host, and none takes a host tensor (every constant
+lives on the device: the rule table, the fact windows, the <end>/<false> states), so `derive` can sit
+inside a CUDA graph. Few ops on purpose (each is a kernel in eager CUDA, a fusion barrier for some in
+inductor): one gather of a goal's whole rule window from a per-predicate table, one search for both ends
+of its fact window, one scatter for the successors and their variable counters.
 
-Sizes per row (the memory model in `memory.py` measures them): N = K + R candidates of M = A + 1
+Sizes per row (the memory model in `batching.py` measures them): N = K + R candidates of M = A + 1
 atoms, [N, M, 3] int64 several times, then [S, A, 3] out.
 """
 from __future__ import annotations
