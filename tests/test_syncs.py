@@ -85,7 +85,7 @@ def test_counts_tensors_built_from_host_data_on_a_device():
         x.new_tensor([5, 6])                               # on x's device
         torch.tensor([1, 2])                               # a host tensor for host use: no device involved
         torch.as_tensor(x, device=x.device)                # a tensor already: no host data
-    assert c.by_op == {"tensor(host data)": 3}, c.by_op
+    assert c.by_op == {"tensor(host list) -> device": 3}, c.by_op
 
 
 def test_cuda_debug_counts_sync_warnings_not_the_prototype_notice(monkeypatch):

@@ -5,9 +5,9 @@ A host sync is a point where Python must wait for the device: reading a value (`
 size depends on the data (`torch.unique`, `nonzero`, boolean-mask indexing, `repeat_interleave`
 without `output_size`), or a blocking copy *from* the host: a tensor built from Python data on a device
 (`torch.tensor(list, device=d)`, `torch.as_tensor`, `t.new_tensor(list)`) is a copy from pageable host
-memory, which CUDA runs as memcpy + stream synchronize (counted as "tensor(host data)" on every device,
-since the call is the same on a CPU run); `.to(device)`, `.cuda()` and `copy_` from a host tensor to a
-device without `non_blocking=True` are counted where the copy really crosses (a GPU run). On a GPU each
+memory, which CUDA runs as memcpy + stream synchronize (counted as "tensor(host list) -> device" on
+every device, since the call is the same on a CPU run); `.to(device)`, `.cuda()` and `copy_` from a host
+tensor to a device without `non_blocking=True` are counted where the copy really crosses (a GPU run). On a GPU each
 one stalls the launch queue; on a CPU they cost little, which is why they go unnoticed until a run moves
 to a GPU. This counter sees the *calls*, so it counts them the same on CPU and GPU and CI can assert
 that a hot loop is sync-free:
@@ -103,9 +103,9 @@ def _classify(func, args, kwargs) -> str | None:
     if name is not None:
         return name
     if func in _FROM_HOST_DATA and args and not isinstance(args[0], T) and kwargs.get("device") is not None:
-        return "tensor(host data)"
+        return "tensor(host list) -> device"
     if func is T.new_tensor and len(args) > 1 and not isinstance(args[1], T):
-        return "tensor(host data)"
+        return "tensor(host list) -> device"
     if func in (T.__getitem__, T.__setitem__) and len(args) > 1 and _has_bool_index(args[1]):
         return f"{func.__name__}[bool mask]"
     if func in (torch.repeat_interleave, T.repeat_interleave):

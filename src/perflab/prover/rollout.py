@@ -141,10 +141,10 @@ def rollout_full(step: GreedyStep, queries: torch.Tensor, n_real: int | None = N
 def _chunks(step, cands, B, fail_score, strategy, min_bucket, trace, n_real=None) -> RolloutResult:
     t0 = t_prev = time.perf_counter()
     dev = cands.device
-    s = _slot_buffers(step, B, dev)
     parts, steps_run, reads, computed = [], 0, 0, 0
-    useful = torch.zeros((), dtype=torch.long, device=dev)
     with torch.inference_mode():
+        s = _slot_buffers(step, B, dev)
+        useful = torch.zeros((), dtype=torch.long, device=dev)
         for start in range(0, len(cands), B):
             chunk = cands[start:start + B]
             real = len(chunk) if n_real is None else n_real
@@ -267,7 +267,7 @@ def rollout_recycle(step: GreedyStep, cands: torch.Tensor, B: int, fail_score: f
                 buf.copy_(v)
             else:
                 buf.fill_(v)
-        body = step.compiled("recycle", functools.partial(_recycle_body, step, fail_score))
+        body = step.compiled(f"recycle{fail_score}", functools.partial(_recycle_body, step, fail_score))
         n, reads, skip = 0, 0, 0
         while True:
             status = _call(step, body, s, q)
