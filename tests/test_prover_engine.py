@@ -7,7 +7,7 @@ from perflab.prover.data import family_kg, random_kg, random_states
 from perflab.prover.engine import UnificationEngine
 from perflab.prover.kg import END, FALSE, TRUE, KnowledgeGraph
 from perflab.prover.reference import Limits, ReferenceProver, prove_exhaustive, to_tuples
-from perflab.syncs import count_host_syncs
+from perflab.syncs import count_host_operands, count_host_syncs
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +113,14 @@ def test_derive_and_step_are_sync_free(fam):
         engine.derive(states, nv)
         step(*slots)
     assert syncs.total == 0, syncs.by_op
+    # the same on a device that is not the host (meta: no data, a value read back raises): no op takes a
+    # host tensor, i.e. no copy from the host that CUDA would run as memcpy + synchronize
+    meta = UnificationEngine(fam, max_derived=16, device="meta")
+    meta_step = GreedyStep(meta, make_policy(fam, device="meta"), max_depth=5)
+    with torch.inference_mode(), count_host_operands() as host, count_host_syncs() as syncs:
+        meta.derive(states.to("meta"), nv.to("meta"))
+        meta_step(*meta_step.init(fam.queries["test"][:64].to("meta")))
+    assert host.total == 0 and syncs.total == 0, (host, syncs)
 
 
 def test_derive_compiles_to_one_graph(fam):

@@ -107,8 +107,8 @@ def test_padding_stops_recompiles_across_tail_sizes(setup):
     kg, engine, policy = setup
     cands = corruptions(kg, kg.queries["test"][:8], 7, "both", seed=0).flat()    # 64 candidates
     reset()
-    padded = GreedyStep(engine, policy, max_depth=3, compile="eager")
-    unpadded = GreedyStep(engine, policy, max_depth=3, compile="eager")
+    padded = GreedyStep(engine, policy, max_depth=3, compile="default", backend="eager")
+    unpadded = GreedyStep(engine, policy, max_depth=3, compile="default", backend="eager")
     with torch.inference_mode():
         optimized.score_candidates(padded, cands[:16], 16)                      # warm-up at the batch
         with count_compiles() as pad_cc:
@@ -189,20 +189,34 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
     policy = make_policy(kg, PolicyConfig(embed_dim=16, hidden=32, n_blocks=1), seed=0, device="cuda")
     cands = corruptions(kg, kg.queries["test"][:8], 7, "both", seed=0).flat().cuda()      # 64 candidates
     eager = GreedyStep(engine, policy, max_depth=6)
+    slots = eager.init(cands)
     with torch.inference_mode(), count_host_syncs(cuda_debug=True) as syncs:
         engine.derive(*engine.initial(cands))
-    assert syncs.total == 0 and syncs.cuda_debug_warnings == 0, syncs
+        eager(*slots)
+    assert syncs.total == 0 and syncs.cuda_debug_warnings == 0, (syncs, syncs.cuda_debug_warnings)
     reset()
+    from torch._dynamo.utils import counters
+
+    from perflab.prover.rollout import STRATEGIES
+
+    skips0 = counters["inductor"]["cudagraph_skips"]
     graphs = GreedyStep(engine, policy, max_depth=6, compile="reduce-overhead")
     with torch.inference_mode():
         want = optimized.score_candidates(eager, cands, 16)
-        got = optimized.score_candidates(graphs, cands, 16)                  # compiles, records the graph
+        with count_compiles() as warm:
+            got = optimized.score_candidates(graphs, cands, 16)              # compiles, records the graph
+            first = {s: rollout(graphs, cands, 16, s) for s in STRATEGIES}
         with count_compiles() as cc:
             tail = optimized.score_candidates(graphs, cands[:37], 16)        # a tail of 5: padded, no recompile
-            recycled = rollout(graphs, cands, 16, "recycle")
-    assert (cc.graphs, cc.recompiles) == (0, 0)
+            again = {s: rollout(graphs, cands, 16, s) for s in STRATEGIES}   # same buffers, same graphs
+    assert (cc.graphs, cc.recompiles) == (0, 0), cc.as_dict()
+    # slots kept in static buffers and written in place: CUDA graphs recorded, none skipped for mutation
+    assert warm.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, warm.as_dict()
     # another kernel choice per device and mode: allow float32 rounding, outcomes must be equal
     torch.testing.assert_close(got.score.cpu(), want.score.cpu(), rtol=1e-4, atol=1e-4)
-    assert torch.equal(got.proven.cpu(), want.proven.cpu()) and torch.equal(recycled.steps.cpu(), want.steps.cpu())
+    assert torch.equal(got.proven.cpu(), want.proven.cpu())
+    for s in STRATEGIES:
+        assert torch.equal(again[s].steps.cpu(), want.steps.cpu()) and torch.equal(first[s].proven.cpu(), want.proven.cpu()), s
+        torch.testing.assert_close(again[s].score.cpu(), want.score.cpu(), rtol=1e-4, atol=1e-4, msg=s)
     torch.testing.assert_close(tail.score.cpu(), want.score[:37].cpu(), rtol=1e-4, atol=1e-4)
     reset()

@@ -100,3 +100,22 @@ def test_ladder_and_lengths():
     lengths = seed_like_lengths(4000, 20, g)
     assert lengths.min() == 1 and lengths.max() == 20
     assert 4.0 < lengths.float().mean() < 5.5 and 0.45 < (lengths == 1).float().mean() < 0.55
+
+
+def test_a_file_that_is_not_utf8_names_file_line_and_column(tmp_path):
+    d = _write(tmp_path / "latin1", **{"rules.txt": RULES})
+    (d / "facts.txt").write_bytes("parent(ann,bob).\nparent(bob,jos\xe9).\n".encode("latin-1"))
+    with pytest.raises(KGFormatError) as e:
+        KnowledgeGraph.load(d)
+    assert f"{d / 'facts.txt'}:2: not UTF-8 text (byte 0xe9 at column 15)" in str(e.value)
+
+
+def test_a_relative_kg_dir_is_read_from_where_the_user_ran(tmp_path, monkeypatch):
+    from perflab.prover.study import knowledge_graph
+
+    (tmp_path / "graphs").mkdir()
+    _write(tmp_path / "graphs" / "mine", **{"facts.txt": FACTS, "rules.txt": RULES})
+    monkeypatch.setenv("PERFLAB_CWD", str(tmp_path))          # perflab run: the user's folder
+    monkeypatch.chdir(tmp_path.parent)                         # the kernel runs elsewhere (notebooks/)
+    kg = knowledge_graph("graphs/mine", n_families=1, seed=0)
+    assert len(kg.facts) == len(KnowledgeGraph.from_text(FACTS, RULES).facts)

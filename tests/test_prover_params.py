@@ -7,8 +7,9 @@ from perflab.prover.params import EvalParams
 
 @pytest.mark.parametrize("values, message", [
     ({"mode": "sideways"}, "parameter 'mode' must be 'head' | 'tail' | 'both'"),
-    ({"compile": "max-autotune"}, "parameter 'compile' must be 'off' |"),
-    ({"batch": -1}, "batch must be >= 0"),
+    ({"compile": "eager"}, "parameter 'compile' must be 'off' |"),        # a backend, not a mode
+    ({"backend": "cudagraphs"}, "parameter 'backend' must be 'inductor' |"),
+    ({"batch": -1}, "batch must be >= 1 (or 0: the memory model picks)"),
     ({"batch_sizes": [0]}, "batch_sizes must list ints >= 1"),
 ])
 def test_bad_values_are_refused(values, message):

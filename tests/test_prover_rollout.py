@@ -98,20 +98,44 @@ def test_recycle_never_drops_or_duplicates(ladder):
     assert r.steps_executed <= int(lengths.sum()) // 8 + int(lengths.max()) + 1
 
 
-def test_bucketed_compiles_one_graph_per_bucket(ladder):
-    kg, eager_src = ladder
-    step = GreedyStep(eager_src.engine, eager_src.policy, eager_src.max_depth, compile="eager")
+def test_compiled_loops_one_graph_per_shape_nothing_after_warmup(ladder):
+    kg, eager = ladder
+    step = GreedyStep(eager.engine, eager.policy, eager.max_depth, compile="default", backend="eager")
     cands = _ladder_case(kg, [1] * 12 + [2] * 10 + [6] * 2)            # 24 active, then 12, then 2
     reset()
     trace = []
-    with torch.inference_mode(), count_compiles() as cc:
+    with count_compiles() as cc:
         res = rollout(step, cands, 24, "bucketed", min_bucket=8, trace=trace)
-        again = rollout(step, cands, 24, "bucketed", min_bucket=8)       # the same buckets: cached
     buckets = [rows for _, rows, _ in trace]
     assert sorted(set(buckets)) == [8, 16, 24]                           # 24 is the batch itself
-    assert cc.graphs == 3 and cc.recompiles == 2                          # one graph per bucket, no more
-    assert torch.equal(res.steps, again.steps)
+    assert cc.graphs == 3                                                # one graph per bucket, no more
+    with count_compiles() as first:
+        compiled = {s: rollout(step, cands, 24, s, min_bucket=8) for s in STRATEGIES}
+    with count_compiles() as again:                                      # same shapes, same buffers: cached
+        for s in STRATEGIES:
+            rollout(step, cands, 24, s, min_bucket=8)
+    assert first.graphs >= 4 and (again.graphs, again.recompiles) == (0, 0), (first.as_dict(), again.as_dict())
+    compiled["bucketed"] = res
+    assert_identical(compiled, len(cands))
+    want = rollout(eager, cands, 24, "full")
+    assert torch.equal(compiled["recycle"].steps, want.steps)
+    torch.testing.assert_close(compiled["recycle"].score, want.score, rtol=1e-5, atol=1e-5)
     reset()
+
+
+def test_host_reads_are_counted_and_recycle_skips_most(ladder):
+    from perflab.syncs import count_host_syncs
+
+    kg, step = ladder
+    cands = _ladder_case(kg, seed_like_lengths(160, 12, torch.Generator().manual_seed(7)).tolist())
+    for s in STRATEGIES:
+        with count_host_syncs() as syncs:
+            r = rollout(step, cands, 8, s)
+        assert r.host_reads == syncs.total, (s, r.host_reads, dict(syncs.by_op))
+        if s in ("full", "masked"):
+            assert r.host_reads == r.steps_executed + 1                  # "all done?" each step, one total
+    # recycle: a read, then ceil(queued / B) steps without one while the queue holds candidates
+    assert r.host_reads < r.steps_executed / 2, (r.host_reads, r.steps_executed)
 
 
 def test_unknown_strategy_is_refused(ladder):
@@ -122,13 +146,17 @@ def test_unknown_strategy_is_refused(ladder):
 
 def test_notebook_helpers_time_and_count(ladder):
     from perflab.bench import summary
-    from perflab.prover.early_exit import Workload, graphs_per_strategy, time_strategies, trace_table
+    from perflab.prover.profiles import per_step_counts
+    from perflab.prover.study import Workload, graphs_per_strategy, time_strategies, trace_table
 
     kg, step = ladder
     w = Workload("ladder", step, _ladder_case(kg, [1, 3, 2, 5, 1, 1, 4, 2]))
-    ms, res = time_strategies(w, 4, 2, rounds=2)
+    ms, res, reads = time_strategies(w, 4, 2, rounds=2)
+    assert reads["full"] > 1 and reads["recycle"] <= reads["full"]
     assert set(ms) == set(STRATEGIES) and all(summary(m)["n"] == 2 for m in ms.values())
     assert res["recycle"].steps.tolist() == [1, 3, 2, 5, 1, 1, 4, 2]
     t = trace_table(res)
     assert (t.computed >= t.active).all() and set(t.strategy) == set(STRATEGIES)
-    assert graphs_per_strategy(w, 4, 2, "off") == dict.fromkeys(STRATEGIES, 0)  # nothing compiled when off
+    assert graphs_per_strategy(w, 4, 2) == dict.fromkeys(STRATEGIES, 0)  # nothing compiled when off
+    counts = per_step_counts(w, 4, 2)
+    assert counts["full"]["host_reads_per_step"] > 1 and all(c["launches_per_step"] > 0 for c in counts.values())

@@ -1,19 +1,33 @@
 """Count device-to-host synchronizations, on any device.
 
 A host sync is a point where Python must wait for the device: reading a value (`.item()`,
-`.tolist()`, `float(t)`, `if t:`), copying to the host (`.cpu()`, `.numpy()`), or an op whose output
+`.tolist()`, `float(t)`, `if t:`), copying to the host (`.cpu()`, `.numpy()`), an op whose output
 size depends on the data (`torch.unique`, `nonzero`, boolean-mask indexing, `repeat_interleave`
-without `output_size`). On a GPU each one stalls the launch queue; on a CPU they cost little, which is
-why they go unnoticed until a run moves to a GPU. This counter sees the *calls*, so it counts them
-the same on CPU and GPU and CI can assert that a hot loop is sync-free:
+without `output_size`), or a blocking copy *from* the host: a tensor built from Python data on a device
+(`torch.tensor(list, device=d)`, `torch.as_tensor`, `t.new_tensor(list)`) is a copy from pageable host
+memory, which CUDA runs as memcpy + stream synchronize (counted as "tensor(host list) -> device" on
+every device, since the call is the same on a CPU run); `.to(device)`, `.cuda()` and `copy_` from a host
+tensor to a device without `non_blocking=True` are counted where the copy really crosses (a GPU run). On a GPU each
+one stalls the launch queue; on a CPU they cost little, which is why they go unnoticed until a run moves
+to a GPU. This counter sees the *calls*, so it counts them the same on CPU and GPU and CI can assert
+that a hot loop is sync-free:
 
     with count_host_syncs() as syncs:
         step(batch)
     assert syncs.total == 0, syncs.by_op
 
 It is a `TorchFunctionMode`: it sees calls made in eager mode, not inside a compiled graph. On CUDA,
-`cuda_debug=True` also turns on `torch.cuda.set_sync_debug_mode("warn")` and counts the warnings the
-CUDA runtime raises (`.cuda_debug_warnings`), a second opinion from the driver's side.
+`cuda_debug=True` also turns on `torch.cuda.set_sync_debug_mode("warn")` and counts the warnings
+"called a synchronizing CUDA operation" that torch raises (`.cuda_debug_warnings`), a second opinion
+from below the Python calls. Only those count: the first `set_sync_debug_mode` call of a process also
+warns "Synchronization debug mode is a prototype feature and does not yet detect all synchronizing
+operations", which is not a sync (the counter before this fix counted it: the one "sync" the H100 run
+of the prover's `derive` reported).
+
+`count_host_operands()` is the CPU-side check for the same class on a device: run the code on the `meta`
+device (a device without data, which, like CUDA, keeps a Python scalar a scalar) and it counts the
+dispatched ops that take a host tensor as an operand, i.e. the copies from the host a CUDA run would make;
+any value read back (`.item()`, `nonzero`) raises there.
 """
 from __future__ import annotations
 
@@ -22,6 +36,8 @@ import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 T = torch.Tensor
 
@@ -63,11 +79,33 @@ def _to_host(args, kwargs) -> bool:
     return target is not None and torch.device(target).type == "cpu"
 
 
+# Tensors built from Python data: on a device, a blocking copy from pageable host memory.
+_FROM_HOST_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
+
+
+def _from_host(args, kwargs) -> bool:
+    """True when a copy to a device reads a host tensor without non_blocking (.to, .cuda)."""
+    src = args[0]
+    if src.device.type != "cpu" or kwargs.get("non_blocking") or any(a is True for a in args[2:]):
+        return False
+    target = kwargs.get("device")
+    for a in args[1:]:
+        if isinstance(a, (str, torch.device)):
+            target = a
+        elif isinstance(a, T):
+            target = a.device
+    return target is not None and torch.device(target).type not in ("cpu", "meta")
+
+
 def _classify(func, args, kwargs) -> str | None:
     """Name of the sync this call causes, or None."""
     name = _ALWAYS.get(func)
     if name is not None:
         return name
+    if func in _FROM_HOST_DATA and args and not isinstance(args[0], T) and kwargs.get("device") is not None:
+        return "tensor(host list) -> device"
+    if func is T.new_tensor and len(args) > 1 and not isinstance(args[1], T):
+        return "tensor(host list) -> device"
     if func in (T.__getitem__, T.__setitem__) and len(args) > 1 and _has_bool_index(args[1]):
         return f"{func.__name__}[bool mask]"
     if func in (torch.repeat_interleave, T.repeat_interleave):
@@ -82,10 +120,23 @@ def _classify(func, args, kwargs) -> str | None:
         return "index_put[bool mask]"
     if func is T.to and args and isinstance(args[0], T) and _to_host(args, kwargs):
         return "to(cpu)"
-    if func is T.copy_ and len(args) > 1 and isinstance(args[1], T) and args[0].device.type == "cpu" \
-            and args[1].device.type != "cpu":
-        return "copy_(to cpu)"
+    if func is T.to and args and isinstance(args[0], T) and _from_host(args, kwargs):
+        return "to(device) from host"
+    if func is T.cuda and args and isinstance(args[0], T) and args[0].device.type == "cpu" \
+            and not kwargs.get("non_blocking"):
+        return "to(device) from host"
+    if func is T.copy_ and len(args) > 1 and isinstance(args[1], T):
+        dst, src = args[0].device.type, args[1].device.type
+        if dst == "cpu" and src != "cpu":
+            return "copy_(to cpu)"
+        if src == "cpu" and dst not in ("cpu", "meta") and not (kwargs.get("non_blocking") or args[2:3] == (True,)):
+            return "copy_(from host)"
     return None
+
+
+def is_sync_warning(message) -> bool:
+    """A warning CUDA's sync debug mode raises for a synchronizing call (not its one-time prototype notice)."""
+    return "called a synchronizing" in str(message).lower()
 
 
 _ACTIVE: list[HostSyncCounter] = []
@@ -144,7 +195,7 @@ class HostSyncCounter:
         self._mode.__exit__(*exc)
         if self.cuda_debug:
             torch.cuda.set_sync_debug_mode(self._prev_debug_mode)
-            self.cuda_debug_warnings = sum("synchronizing" in str(r.message).lower() for r in self._records)
+            self.cuda_debug_warnings = sum(is_sync_warning(r.message) for r in self._records)
             self._warn_ctx.__exit__(*exc)
         torch.cuda.synchronize = self._sync_fn
 
@@ -184,3 +235,44 @@ class assert_no_host_syncs(HostSyncCounter):
         super().__exit__(*exc)
         if exc[0] is None and self.total:
             raise HostSyncError(f"{self.total} host sync(s) inside a block that must have none: {dict(self.by_op)}")
+
+
+class HostOperandCounter:
+    """Result of `count_host_operands()`: `.total` and `.by_op` (a Counter of aten ops given a host tensor)."""
+
+    def __init__(self):
+        self.by_op: collections.Counter[str] = collections.Counter()
+        self._mode = _HostOperandMode(self)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_op.values())
+
+    def __enter__(self) -> HostOperandCounter:
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._mode.__exit__(*exc)
+
+    def __repr__(self) -> str:
+        return f"HostOperandCounter(total={self.total}, by_op={dict(self.by_op)})"
+
+
+class _HostOperandMode(TorchDispatchMode):
+    def __init__(self, counter: HostOperandCounter):
+        super().__init__()
+        self.counter = counter
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        flat = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, T)]
+        if any(a.device.type == "cpu" for a in flat) and any(a.device.type != "cpu" for a in flat):
+            self.counter.by_op[str(func.overloadpacket.__name__)] += 1
+        return func(*args, **kwargs)
+
+
+def count_host_operands() -> HostOperandCounter:
+    """Context manager counting dispatched ops that mix a host tensor into work on another device (module
+    doc): run the block's tensors on "meta" (CPU CI) or "cuda". On meta a value read back raises."""
+    return HostOperandCounter()

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from .rollout import RolloutResult, concat, rollout_full
+from .rollout import RolloutResult, check_batch, concat, rollout_full
 from .step import GreedyStep
 
 
 def score_candidates(step: GreedyStep, candidates: torch.Tensor, batch: int,
                      fail_score: float = -100.0) -> RolloutResult:
     """Scores of candidates [N, 3], chunk by chunk, the tail chunk unpadded."""
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
+    check_batch(batch)
     out = [rollout_full(step, candidates[i:i + batch], fail_score=fail_score)
            for i in range(0, len(candidates), batch)]
     res = concat(out)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import torch
 
 from ..memory import device_memory, peak_memory
-from .rollout import pad_to
+from .rollout import check_batch, pad_to
 from .step import GreedyStep
 
 
@@ -69,3 +70,42 @@ def choose_batch(model: MemoryModel, n_candidates: int, multiple: int = 8) -> in
     chunks = max(1, math.ceil(n_candidates / fit))
     per_chunk = math.ceil(n_candidates / chunks)
     return min(fit, math.ceil(per_chunk / multiple) * multiple)
+
+
+def resolve_batch(batch: int, engine, policy, candidates: torch.Tensor, max_depth: int = 20) -> int:
+    """The batch an evaluation runs with: `batch` itself when >= 1; 0 means the memory model picks
+    (`measure_memory_model` on the engine's device, then `choose_batch` for these candidates). The one
+    place where 0 is read, and the one check of the range."""
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch == 0:
+        return choose_batch(measure_memory_model(engine, policy, candidates, max_depth=max_depth), len(candidates))
+    try:
+        return check_batch(batch)
+    except ValueError:
+        raise ValueError(f"batch must be >= 1 (or 0: the memory model picks), got {batch!r}") from None
+
+
+def step_bytes(engine, policy, batch: int, max_derived: int | None = None) -> int:
+    """Bytes the step's largest intermediates occupy at `batch` rows (the prediction, before measuring):
+    derive's candidate atoms [B, N, M, 3] int64 (about 6 live versions: bodies, rest, two substitutions,
+    keys, compaction), its output [B, S, A, 3] int64 (x2: scatter and gather), and the policy's bag
+    indices [B, S, 3A] int64 + weights float32 and successor embeddings [B, S, E] float32.
+    `max_derived` replaces the engine's S (to predict another configuration)."""
+    N, M, S, A = engine.K + engine.R, engine.A + 1, max_derived or engine.S, engine.A
+    E = policy.cfg.embed_dim
+    return batch * (6 * N * M * 3 * 8 + 2 * S * A * 3 * 8 + S * 3 * A * (8 + 4) + S * E * 4)
+
+
+def cache_bytes(device: torch.device) -> dict:
+    """L2 (and, on CPU, last-level) cache sizes in bytes: the GPU's properties or Linux sysfs."""
+    if device.type == "cuda":
+        return {"L2": int(torch.cuda.get_device_properties(device).L2_cache_size)}
+    sizes = {}
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind = (d / "level").read_text().strip(), (d / "type").read_text().strip()
+            text = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind != "Instruction":
+            sizes[f"L{level}"] = int(text.rstrip("KMG")) * {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
+    return sizes

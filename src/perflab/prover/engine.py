@@ -14,9 +14,13 @@ Terminal states (<true>, <false>, <end>, all-padding) have themselves as their o
 
 Unification binds a rule variable to the goal's term, else a goal variable to the rule's term, one
 argument pair after the other (Robinson's algorithm for two pairs); `reference.py` does the same with
-dicts and loops. No step reads a tensor value on the host, so `derive` can sit inside a CUDA graph.
+dicts and loops. No step reads a tensor value on the host, and none takes a host tensor (every constant
+lives on the device: the rule table, the fact windows, the <end>/<false> states), so `derive` can sit
+inside a CUDA graph. Few ops on purpose (each is a kernel in eager CUDA, a fusion barrier for some in
+inductor): one gather of a goal's whole rule window from a per-predicate table, one search for both ends
+of its fact window, one scatter for the successors and their variable counters.
 
-Sizes per row (the memory model in `memory.py` measures them): N = K + R candidates of M = A + 1
+Sizes per row (the memory model in `batching.py` measures them): N = K + R candidates of M = A + 1
 atoms, [N, M, 3] int64 several times, then [S, A, 3] out.
 """
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
+from torch.nn import functional as F
 
 from .kg import END, FALSE, FIRST_PRED, TRUE, KnowledgeGraph
 
@@ -56,7 +61,13 @@ class UnificationEngine:
         self.K = max_fact_matches if max_fact_matches is not None else self.default_fact_matches()
         if self.K < 0:
             raise ValueError(f"max_fact_matches must be >= 0, got {self.K}")
+        self._arange_k = torch.arange(self.K, device=self.device)
+        self._ba_offset = self.P * (self.C + 1) ** 2                 # the (p,b,a) keys sit above the (p,a,b) keys
+        self._lo_hi = torch.tensor([[0], [1]], device=self.device)    # hi: the first key above (p, hi args)
         self._build_rule_index(kg)
+        lone = torch.zeros(2, self.A, 3, dtype=torch.long)
+        lone[0, 0, 0], lone[1, 0, 0] = END, FALSE
+        self._lone = lone.to(self.device)  # the <end> and <false> states, built once on the device
 
     # ---- indexes ----------------------------------------------------------------------------
     def key(self, p, a, b):
@@ -71,8 +82,12 @@ class UnificationEngine:
         sentinel = torch.tensor([_SENTINEL])
         # one sorted array for both indexes: a single searchsorted serves either lookup
         self.window_keys = torch.cat([k_ab[order_ab], k_ba[order_ba], sentinel]).to(self.device)
-        self.window_facts = torch.cat([f[order_ab], f[order_ba], torch.zeros(1, 3, dtype=torch.long)]).to(self.device)
         self.fact_keys = torch.cat([k_ab[order_ab], sentinel]).to(self.device)  # membership test
+        # the windows' facts as candidate rows of the rule table's layout: [1, a, b], no body, no variables
+        window_facts = torch.cat([f[order_ab], f[order_ba], torch.zeros(1, 3, dtype=torch.long)])
+        rows = torch.zeros(window_facts.shape[0], 4 + 3 * BODY, dtype=torch.long)
+        rows[:, 0], rows[:, 1:3] = 1, window_facts[:, 1:]
+        self.window_rows = rows.to(self.device)
         self._group_sizes = (self._max_group(f[:, 0] * (self.C + 1) + f[:, 1]),
                              self._max_group(f[:, 0] * (self.C + 1) + f[:, 2]),
                              self._max_group(f[:, 0]))
@@ -88,28 +103,19 @@ class UnificationEngine:
         return max(1, self._group_sizes[0], self._group_sizes[1])
 
     def _build_rule_index(self, kg: KnowledgeGraph) -> None:
-        rules = sorted(range(len(kg.rules)), key=lambda i: kg.rules[i].head[0])  # stable: file order per predicate
-        enc = self._encode_term
-        heads = [[kg.rules[i].head[0], enc(kg.rules[i].head[1]), enc(kg.rules[i].head[2])] for i in rules]
-        bodies = []
-        for i in rules:
-            body = [[p, enc(a), enc(b)] for p, a, b in kg.rules[i].body]
-            bodies.append(body + [[0, 0, 0]] * (BODY - len(body)))
-        nvars = [kg.rules[i].n_vars for i in rules]
-        # a dummy row at the end so an empty window still gathers something (masked out)
-        self.rule_heads = torch.tensor(heads + [[0, 0, 0]], dtype=torch.long, device=self.device)
-        self.rule_bodies = torch.tensor(bodies + [[[0, 0, 0]] * BODY], dtype=torch.long,
-                                        device=self.device).reshape(-1, BODY, 3)
-        self.rule_nvars = torch.tensor(nvars + [0], dtype=torch.long, device=self.device)
-        count = torch.zeros(self.P, dtype=torch.long)
-        for i in rules:
-            count[kg.rules[i].head[0]] += 1
-        self.rule_count = count.to(self.device)
-        self.rule_start = (torch.cumsum(count, 0) - count).to(self.device)
-        self.R = int(count.max()) if len(rules) else 0
-
-    def _encode_term(self, t: int) -> int:
-        return self.var0 + (-t - 1) if t < 0 else t     # rule variable k -> var0 + k
+        """rule_table [P, R, 10]: per predicate, its rules in file order as rows [1, h1, h2, body atom 1,
+        body atom 2, n_vars] (a 1-atom body padded with zeros, absent rules all zeros); a rule variable k
+        stays -(k+1) until `derive` renames it apart (next_var + k). One gather by the goal's predicate
+        fetches a goal's whole rule window."""
+        by_pred: dict[int, list] = {}
+        for r in kg.rules:
+            body = [list(a) for a in r.body] + [[0, 0, 0]] * (BODY - len(r.body))
+            by_pred.setdefault(r.head[0], []).append([1, r.head[1], r.head[2], *body[0], *body[1], r.n_vars])
+        self.R = max((len(v) for v in by_pred.values()), default=0)
+        table = torch.zeros(self.P, self.R, 4 + 3 * BODY, dtype=torch.long)
+        for pred, rows in by_pred.items():
+            table[pred, : len(rows)] = torch.tensor(rows, dtype=torch.long)
+        self.rule_table = table.to(self.device)
 
     # ---- the step ---------------------------------------------------------------------------
     def initial(self, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,63 +132,50 @@ class UnificationEngine:
         B, A = states.shape[0], self.A
         goal = states[:, 0]                                           # [B, 3]
         terminal = goal[:, 0] < FIRST_PRED
-        heads, bodies, cand_valid, cand_nv, cut = self._candidates(goal, next_var)  # [B,N,2] [B,N,2,3] [B,N] [B,N] [B]
+        rows, cand_valid, cut = self._candidates(goal, next_var)     # [B, N, 10], [B, N], [B]
         cand_valid = cand_valid & ~terminal[:, None]
-        N = heads.shape[1]
-        v1, t1, v2, t2, ok = self._unify(goal[:, 1:], heads)         # each [B, N]
+        N = rows.shape[1]
+        v1, t1, v2, t2, ok = self._unify(goal[:, 1:], rows[..., 1:3])  # each [B, N]
         rest = states[:, None, 1:].expand(B, N, A - 1, 3)
-        atoms = torch.cat([bodies, rest], dim=2)                      # [B, N, M, 3], M = BODY + A - 1
+        atoms = torch.cat([rows[..., 3:3 + 3 * BODY].reshape(B, N, BODY, 3), rest], dim=2)  # [B, N, M, 3]
         args = atoms[..., 1:]
         args = torch.where(args == v1[..., None, None], t1[..., None, None], args)
         args = torch.where(args == v2[..., None, None], t2[..., None, None], args)
         atoms = torch.cat([atoms[..., :1], args], dim=-1)
         succ, n_atoms = self._drop_facts_and_compact(atoms)          # [B, N, A, 3], [B, N]
         valid = cand_valid & ok & (n_atoms <= A)                      # successors over A atoms are rejected
+        cand_nv = next_var[:, None] + rows[..., -1]                   # a rule's n_vars fresh variables
         return self._assemble(states, next_var, succ, valid, cand_nv, terminal, cut & ~terminal)
 
     def _candidates(self, goal, next_var):
-        """Fact window and rule window of each goal: heads [B,N,2], bodies [B,N,2,3], valid, next_var, and
-        whether the fact window was cut at K."""
-        B, C, K, R = goal.shape[0], self.C, self.K, self.R
-        p, g1, g2 = goal.unbind(-1)
-        g1c, g2c = (g1 >= 1) & (g1 <= C), (g2 >= 1) & (g2 <= C)
-        use_ba = ~g1c & g2c                                           # only the 2nd argument is known
-        zero, top = torch.zeros_like(g1), torch.full_like(g1, C)
-        off = self.P * (C + 1) ** 2
-        lo_key = torch.where(use_ba, self.key(p, g2, zero) + off,
-                             self.key(p, torch.where(g1c, g1, zero), torch.where(g2c, g2, zero)))
-        hi_key = torch.where(use_ba, self.key(p, g2, top) + off,
-                             self.key(p, torch.where(g1c, g1, top), torch.where(g2c, g2, top)))
-        lo = torch.searchsorted(self.window_keys, lo_key)
-        hi = torch.searchsorted(self.window_keys, hi_key, right=True)
-        pos = lo[:, None] + torch.arange(K, device=goal.device)       # [B, K]
+        """Each goal's fact window (at most K facts agreeing with its constant arguments) and rule window,
+        as candidate rows [B, N, 10] (the rule table's layout, variables renamed apart), whether each
+        is valid [B, N], and whether the fact window was cut at K [B]."""
+        C, K = self.C, self.K
+        p = goal[:, 0]
+        args = goal[:, 1:]                                            # [B, 2]
+        const = args <= C                                             # constants 1..C (padding goals: masked)
+        use_ba = ~const[:, 0] & const[:, 1]                           # only the 2nd argument is known: (p,b,a)
+        args = torch.where(use_ba[:, None], args.flip(-1), args)     # (b, a): b is known, a is not
+        const = args <= C
+        bounds = torch.stack([torch.where(const, args, 0), torch.where(const, args, C)])  # [2, B, 2]
+        # window [lo, hi]: lo = first key >= (p, lo args); hi = first key > (p, hi args), i.e. >= its key + 1
+        keys = self.key(p, bounds[..., 0], bounds[..., 1]) + self._ba_offset * use_ba + self._lo_hi
+        lo, hi = torch.searchsorted(self.window_keys, keys)           # one search for both ends
+        pos = lo[:, None] + self._arange_k                            # [B, K]
         f_valid = pos < hi[:, None]
-        facts = self.window_facts[pos.clamp(max=self.window_facts.shape[0] - 1)]  # [B, K, 3]
-
-        j = torch.arange(R, device=goal.device)
-        r_valid = j < self.rule_count[p][:, None]                     # [B, R]
-        ridx = torch.where(r_valid, self.rule_start[p][:, None] + j, self.rule_heads.shape[0] - 1)
-        shift = (next_var - self.var0)[:, None, None]                 # rename apart: var k -> next_var + k
-        r_heads = self.rule_heads[ridx][..., 1:]                      # [B, R, 2]
-        r_heads = torch.where(r_heads > C, r_heads + shift, r_heads)
-        r_bodies = self.rule_bodies[ridx]                             # [B, R, 2, 3]
-        b_args = r_bodies[..., 1:]
-        b_args = torch.where(b_args > C, b_args + shift[..., None], b_args)
-        r_bodies = torch.cat([r_bodies[..., :1], b_args], dim=-1)
-
-        heads = torch.cat([facts[..., 1:], r_heads], dim=1)          # [B, N, 2]
-        bodies = torch.cat([torch.zeros(B, K, BODY, 3, dtype=goal.dtype, device=goal.device), r_bodies], dim=1)
-        valid = torch.cat([f_valid, r_valid], dim=1)
-        nv = next_var[:, None] + torch.cat([torch.zeros_like(pos), self.rule_nvars[ridx]], dim=1)
-        return heads, bodies, valid, nv, (hi - lo) > K
+        rows = torch.cat([self.window_rows[pos.clamp(max=self.window_rows.shape[0] - 1)],
+                          self.rule_table[p]], dim=1)                  # [B, K + R, 10]
+        rows = torch.where(rows < 0, (next_var - 1)[:, None, None] - rows, rows)  # var k -> next_var + k
+        valid = torch.cat([f_valid, rows[:, K:, 0] > 0], dim=1)
+        return rows, valid, (hi - lo) > K
 
     def _unify(self, goal_args, heads):
         """Most general unifier of goal (g1, g2) [B, 2] with each head (h1, h2) [B, N, 2], as two
         bindings v1 -> t1 then v2 -> t2 (v = -1: none) and ok [B, N]."""
         C = self.C
-        a1 = goal_args[:, None, 0].expand_as(heads[..., 0])
-        v1, t1, ok1 = _bind(a1, heads[..., 0], C)
-        a2 = goal_args[:, None, 1].expand_as(heads[..., 1])
+        v1, t1, ok1 = _bind(goal_args[:, None, 0], heads[..., 0], C)
+        a2 = goal_args[:, None, 1]
         a2 = torch.where(a2 == v1, t1, a2)                            # apply the first binding first
         b2 = torch.where(heads[..., 1] == v1, t1, heads[..., 1])
         v2, t2, ok2 = _bind(a2, b2, C)
@@ -191,52 +184,50 @@ class UnificationEngine:
     def _drop_facts_and_compact(self, atoms):
         """Remove padding and ground atoms that are facts; move the rest left. -> [.., A, 3], atom counts."""
         A, C = self.A, self.C
-        p, x, y = atoms.unbind(-1)
-        ground = (p >= FIRST_PRED) & (x >= 1) & (x <= C) & (y >= 1) & (y <= C)
-        k = self.key(p, x, y)
-        i = torch.searchsorted(self.fact_keys, k)                     # index <= F (the sentinel)
-        is_fact = self.fact_keys[i] == k
-        keep = (p != 0) & ~(ground & is_fact)
+        p = atoms[..., 0]
+        args = atoms[..., 1:]
+        args = torch.where(args <= C, args, 0)     # a variable becomes 0: no fact has a 0 argument, so a
+        k = self.key(p, args[..., 0], args[..., 1])  # non-ground atom (and padding, p = 0) is never a fact
+        is_fact = self.fact_keys[torch.searchsorted(self.fact_keys, k)] == k   # index <= F (the sentinel)
+        keep = (p != 0) & ~is_fact
         n_atoms = keep.sum(-1)
         slot = torch.cumsum(keep, dim=-1) - 1
         slot = torch.where(keep & (slot < A), slot, A)                # A = a dump slot, dropped below
         shape = (*atoms.shape[:-2], A + 1, 3)
         out = torch.zeros(shape, dtype=atoms.dtype, device=atoms.device)
         out = out.scatter(-2, slot[..., None].expand_as(atoms), atoms)[..., :A, :]
-        empty = (n_atoms == 0)[..., None]
-        out[..., 0, 0] = torch.where(empty[..., 0], TRUE, out[..., 0, 0])  # every goal proved: <true>
+        out[..., 0, 0] = torch.where(n_atoms == 0, TRUE, out[..., 0, 0])  # every goal proved: <true>
         return out, n_atoms
 
     def _assemble(self, states, next_var, succ, valid, cand_nv, terminal, cut) -> Derived:
+        """Valid successors first (at most S - 1 with end_action, S without), then <end> when any exists,
+        a lone <false> when none does, or the terminal state itself; variable counters alongside."""
         B, A, S = states.shape[0], self.A, self.S
         cap = S - 1 if self.end_action else S
-        n_real = valid.sum(-1)
-        valid = valid & (torch.cumsum(valid, -1) <= cap)
+        rank = torch.cumsum(valid, -1)                                # 1-based position among valid ones
+        n_real = rank[:, -1] if rank.shape[1] else torch.zeros_like(next_var)
+        kept = torch.clamp(n_real, max=cap)                           # the slot of the one extra state
         any_real = n_real > 0
-
-        def lone(pred):
-            s = torch.zeros(B, A, 3, dtype=states.dtype, device=states.device)
-            s[:, 0, 0] = pred
-            return s
-        extra = torch.stack([lone(END), lone(FALSE), states], dim=1)  # [B, 3, A, 3]
+        # [B, 3, A, 3]: <end>, <false>, the state itself (device constants: a Python scalar assigned into a
+        # CUDA slice, s[:, 0, 0] = END, takes a host-tensor path on CUDA only)
+        extra = torch.cat([self._lone.expand(B, 2, A, 3), states[:, None]], dim=1)
         extra_valid = torch.stack([any_real & ~terminal & self.end_action, ~any_real & ~terminal, terminal], 1)
-        all_states = torch.cat([succ, extra], dim=1)                  # [B, N+3, A, 3]
-        all_valid = torch.cat([valid, extra_valid], dim=1)
-        all_nv = torch.cat([cand_nv, next_var[:, None].expand(B, 3)], dim=1)
-        slot = torch.where(all_valid, torch.cumsum(all_valid, -1) - 1, S)  # valid first, in order
-        out = torch.zeros(B, S + 1, A, 3, dtype=states.dtype, device=states.device)
-        out = out.scatter(1, slot[..., None, None].expand_as(all_states), all_states)[:, :S]
-        nv = torch.zeros(B, S + 1, dtype=next_var.dtype, device=states.device).scatter(1, slot, all_nv)[:, :S]
-        return Derived(out, all_valid.sum(-1), nv, cut | (n_real > cap))
+        slot = torch.cat([torch.where(valid & (rank <= cap), rank - 1, S),
+                          torch.where(extra_valid, kept[:, None], S)], dim=1)  # [B, N + 3]; S: dropped
+        # states and variable counters scattered together: the counter rides as one more atom row
+        nv = torch.cat([cand_nv, next_var[:, None].expand(B, 3)], dim=1)
+        rows = torch.cat([torch.cat([succ, extra], dim=1), F.pad(nv[..., None, None], (0, 2))], dim=2)  # [B, N+3, A+1, 3]
+        out = torch.zeros(B, S + 1, A + 1, 3, dtype=states.dtype, device=states.device)
+        out = out.scatter(1, slot[..., None, None].expand_as(rows), rows)[:, :S]
+        counts = kept + extra_valid.any(-1)
+        return Derived(out[:, :, :A], counts, out[:, :, A, 0], cut | (n_real > cap))
 
 
 def _bind(a, b, C):
-    """One argument pair: goal term a, rule/fact term b. -> (var, term, ok): bind b if it is a variable,
-    else a if it is a variable, else they must be equal."""
-    eq = a == b
+    """One argument pair: goal term a, rule/fact term b (broadcast). -> (var, term, ok): bind b if it is a
+    variable, else a if it is a variable (a == b binds a variable to itself: no change), else they must
+    be equal (no binding: var -1, which no term is)."""
     b_var, a_var = b > C, a > C
-    bind_b = ~eq & b_var
-    bind_a = ~eq & ~b_var & a_var
-    v = torch.where(bind_b, b, torch.where(bind_a, a, torch.full_like(a, -1)))
-    t = torch.where(bind_b, a, b)
-    return v, t, eq | b_var | a_var
+    v = torch.where(b_var, b, torch.where(a_var, a, -1))
+    t = torch.where(b_var, a, b)
+    return v, t, (a == b) | b_var | a_var

@@ -147,9 +147,9 @@ class KnowledgeGraph:
         queries, names = {}, {"facts": str(facts_file), "rules": str(rules_file)}
         for split, fname in _QUERY_FILES.items():
             if (d / fname).is_file():
-                queries[split] = (d / fname).read_text()
+                queries[split] = read_text(d / fname)
                 names[split] = str(d / fname)
-        return cls.from_text(facts_file.read_text(), rules_file.read_text() if rules_file.is_file() else "",
+        return cls.from_text(read_text(facts_file), read_text(rules_file) if rules_file.is_file() else "",
                              queries, names)
 
     def save(self, directory: str | Path) -> Path:
@@ -172,6 +172,18 @@ class KnowledgeGraph:
 
 
 # ---- parsing ---------------------------------------------------------------------------------
+
+def read_text(path: Path) -> str:
+    """A file's text as UTF-8; a file that is not raises KGFormatError naming the file, line and column."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise KGFormatError(f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at column {col}); "
+                            "save the file as UTF-8") from None
+
 
 def _ordered(first, names) -> list[str]:
     """`first` then every new name, in order of first appearance."""

@@ -8,15 +8,14 @@ import warnings
 
 import torch
 
-from .rollout import RolloutResult, concat, pad_to, rollout_full  # noqa: F401 (pad_to re-exported)
+from .rollout import RolloutResult, check_batch, concat, pad_to, rollout_full  # noqa: F401 (pad_to re-exported)
 from .step import GreedyStep
 
 
 def score_candidates(step: GreedyStep, candidates: torch.Tensor, batch: int,
                      fail_score: float = -100.0) -> RolloutResult:
     """Scores of candidates [N, 3] in chunks of exactly `batch` rows (module doc)."""
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
+    check_batch(batch)
     done: list[RolloutResult] = []
     start, halvings = 0, []
     while start < len(candidates):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from ..params import RunParams, require
+from ..params import Backend, CompileMode, RunParams, require
 
 
 @dataclasses.dataclass
 class ProverParams(RunParams):
     """The prover's fields shared by both notebooks (after the run fields)."""
-    compile: Literal["off", "eager", "default", "reduce-overhead"] = "off"  # off, eager, default or reduce-overhead
+    compile: CompileMode = "off"     # torch.compile mode: off, default, reduce-overhead or max-autotune
+    backend: Backend = "inductor"    # torch.compile backend: inductor, eager (dynamo graphs, no codegen) or aot_eager
     max_depth: int = 20              # proof steps before a candidate counts as failed
     max_derived: int = 16            # successor slots per state; the seed used 120
     n_queries: int = 24              # test queries evaluated
@@ -30,7 +31,8 @@ class ProverParams(RunParams):
 @dataclasses.dataclass
 class EvalParams(ProverParams):
     """notebooks/03_eval.ipynb"""
-    compile: Literal["off", "eager", "default", "reduce-overhead"] = "eager"  # off, eager, default or reduce-overhead
+    compile: CompileMode = "default"  # torch.compile mode: off, default, reduce-overhead or max-autotune
+    backend: Backend = "eager"       # torch.compile backend: inductor, eager (the graphs without inductor's ~60 s) or aot_eager
     batch: int = 128                 # candidates per step; 0 means the measured memory model picks
     mode: Literal["head", "tail", "both"] = "both"  # corrupt the head, the tail or both
     kg_dir: str = ""                 # a knowledge-graph folder to load instead; empty means the synthetic one
@@ -39,7 +41,7 @@ class EvalParams(ProverParams):
 
     def check(self) -> None:
         super().check()
-        require(self.batch >= 0, f"batch must be >= 0 (0: the memory model picks), got {self.batch}")
+        require(self.batch >= 0, f"batch must be >= 1 (or 0: the memory model picks), got {self.batch}")
         require(len(self.batch_sizes) >= 1 and all(isinstance(b, int) and b >= 1 for b in self.batch_sizes),
                 f"batch_sizes must list ints >= 1, got {self.batch_sizes!r}")
         require(len(self.tail_sizes) >= 1 and all(isinstance(t, int) and t >= 1 for t in self.tail_sizes),

@@ -2,32 +2,43 @@
 
     res = rollout(step, candidates, batch=512, strategy="recycle")
     res.score, res.proven, res.steps          # per candidate, identical for every strategy
-    res.steps_executed, res.wasted_slot_steps, res.ms_per_step
+    res.steps_executed, res.wasted_slot_steps, res.host_reads
 
 - full      chunks of B (the tail padded); every slot is stepped until the whole chunk is done: a step
             costs the same however many rows are finished (the seed's loop).
 - masked    the same, but finished rows are swapped for an all-padding state before each step, so
             the engine does the cheapest thing for them. The shapes do not change, so the work barely
             does.
-- compact   only the active rows are gathered and stepped (boolean indexing: dynamic shapes, eager).
+- compact   only the active rows are gathered and stepped: the number of rows changes every step
+            (`nonzero`, a host sync), so no CUDA graph; compiled, it is one dynamic-shape graph.
 - bucketed  the active rows are gathered into the smallest power-of-two bucket that holds them (at
             least `min_bucket`), so every step has one of a few static shapes: one compiled graph
             (and one CUDA graph) per bucket.
 - recycle   B slots fed from a device-resident queue of every candidate's initial state: a slot whose
-            proof ends takes the next candidate in the same step, so the batch stays full until the
-            queue drains (continuous batching).
+            proof ends records its outcome and takes the next candidate in the same step, so the batch
+            stays full until the queue drains (continuous batching).
 A row's trajectory depends only on its own state, so every strategy gives every candidate the same
 steps, outcome and score (up to float rounding when a strategy computes a row in a batch of another size).
-Each loop reads one value per step on the host (all done? how many active?) and says so.
+
+Each loop's per-step body (the step, the gather/scatter, the outcome table and the refill) is one
+compiled function writing the slots in place (`GreedyStep.compiled`, `GreedyStep.buffers`), so a step is
+one graph launch plus the host reads the loop needs, counted in `host_reads`: full and masked read
+"all done?" every step (the seed's exit), bucketed the number of active rows (to pick the bucket),
+compact the active rows themselves (`nonzero`). recycle reads "how many queued, all idle?" and then runs
+ceil(queued / B) steps without a read: each step admits at most B new candidates, so neither the queue
+nor the loop can end sooner. A finished row is frozen, so the chunked strategies read outcomes once per
+chunk; recycle writes each outcome into a per-candidate table when its slot finishes.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
+from typing import NamedTuple
 
 import torch
 
-from .step import GreedyStep, final_scores
+from .step import GreedyStep, Slots, final_scores, write
 
 STRATEGIES = ("full", "masked", "compact", "bucketed", "recycle")
 
@@ -45,10 +56,18 @@ class RolloutResult:
     oom_halvings: list = dataclasses.field(default_factory=list)  # batch sizes that ran out of memory
     records: torch.Tensor | None = None  # [N] times each candidate's outcome was written (1 = exactly once)
     trace: list = dataclasses.field(default_factory=list)  # per step: (seconds, rows computed, rows active)
+    host_reads: int = 0         # values the loop read on the host (each one a device sync on a GPU)
 
     @property
     def ms_per_step(self) -> float:
         return 1e3 * self.seconds / max(1, self.steps_executed)
+
+
+def check_batch(batch: int) -> int:
+    """The one check of a resolved batch size (0, "the memory model picks", is `batching.resolve_batch`'s)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be an int >= 1, got {batch!r}")
+    return batch
 
 
 def pad_to(chunk: torch.Tensor, batch: int) -> torch.Tensor:
@@ -59,37 +78,220 @@ def pad_to(chunk: torch.Tensor, batch: int) -> torch.Tensor:
     return torch.cat([chunk, chunk[-1:].expand(batch - n, -1)], dim=0)
 
 
-def rollout_full(step: GreedyStep, queries: torch.Tensor, n_real: int | None = None,
-                 fail_score: float = -100.0, trace: list | None = None) -> RolloutResult:
-    """Step all B slots of queries [B, 3] until every one is done. Rows from n_real on are padding:
-    computed, not returned, counted as wasted. `trace` (a list) gets (seconds, B, active) per step."""
-    t0 = time.perf_counter()
-    B = queries.shape[0]
-    n_real = B if n_real is None else n_real
-    slots = step.init(queries)
-    pad = torch.arange(B, device=queries.device) >= n_real
-    wasted = torch.zeros((), dtype=torch.long, device=queries.device)
-    n, t_prev = 0, t0
-    for n in range(1, step.max_depth + 1):  # noqa: B007 (n counts the steps taken, read after the loop)
-        idle = slots[4] | pad
-        wasted = wasted + idle.sum()                              # rows already done (or padding)
-        slots = step(*slots)
-        all_done = bool(slots[4].all())  # one host sync per step: the seed's exit once every row is done
-        if trace is not None:
-            t_prev = _trace(trace, t_prev, B, B - idle.sum())
-        if all_done:
-            break
-    score, proven = final_scores(slots[0], slots[3], fail_score)
-    return RolloutResult(score[:n_real], proven[:n_real], slots[2][:n_real], steps_executed=n,
-                         slot_steps=n * B, wasted_slot_steps=int(wasted), seconds=time.perf_counter() - t0,
-                         batch=B, records=torch.ones(n_real, dtype=torch.long))
+def _call(step: GreedyStep, fn, *args):
+    if step.cudagraphs:
+        torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs were read (or are dead)
+    return fn(*args)
 
 
-def _trace(trace: list, t_prev: float, computed, active) -> float:
+def _slot_buffers(step: GreedyStep, B: int, dev) -> Slots:
+    A = step.engine.A
+    return step.buffers(("slots", B), lambda: Slots(
+        torch.zeros(B, A, 3, dtype=torch.long, device=dev), torch.zeros(B, dtype=torch.long, device=dev),
+        torch.zeros(B, dtype=torch.long, device=dev), torch.zeros(B, device=dev),
+        torch.zeros(B, dtype=torch.bool, device=dev)))
+
+
+def _trace(trace: list | None, t_prev: float, computed, active) -> float:
     t = time.perf_counter()
-    trace.append((t - t_prev, int(computed), int(active)))  # the value was ready: this step already synced
+    if trace is not None:
+        trace.append((t - t_prev, int(computed), int(active)))  # values already read: no extra sync
     return t
 
+
+# ---- compiled per-step bodies: the step and the loop's bookkeeping, slots written in place -----
+
+def _full_body(step: GreedyStep, masked: bool, s: Slots, pad: torch.Tensor) -> torch.Tensor:
+    """One step of every row; -> [active real rows before, rows not done after]."""
+    active = (~s.done & ~pad).sum()
+    states = torch.where(s.done[:, None, None], 0, s.states) if masked else s.states
+    new = step.advance(states, s.next_var, s.depth, s.score, s.done)
+    if masked:  # a finished row's real state stays (it was swapped for padding only to be stepped)
+        new = new._replace(states=torch.where(s.done[:, None, None], s.states, new.states))
+    write(s, new)
+    return torch.stack([active, (~new.done).sum()])
+
+
+def _bucket_body(step: GreedyStep, bucket: int, s: Slots) -> torch.Tensor:
+    """Step the first `bucket` rows in order active-first (finished rows in the bucket stay frozen);
+    -> rows not done after."""
+    order = torch.argsort(s.done.to(torch.uint8), stable=True)[:bucket]   # active rows first, no nonzero
+    new = step.advance(*(t[order] for t in s))
+    for t, v in zip(s, new):
+        t.index_copy_(0, order, v)
+    return (~s.done).sum()
+
+
+def _compact_body(step: GreedyStep, s: Slots, idx: torch.Tensor) -> None:
+    new = step.advance(*(t[idx] for t in s))
+    for t, v in zip(s, new):
+        t.index_copy_(0, idx, v)
+
+
+# ---- chunked strategies: full, masked, compact, bucketed ---------------------------------------
+
+def rollout_full(step: GreedyStep, queries: torch.Tensor, n_real: int | None = None, fail_score: float = -100.0,
+                 trace: list | None = None, masked: bool = False) -> RolloutResult:
+    """Step all B slots of queries [B, 3] until every one is done. Rows from n_real on are padding:
+    computed, not returned, counted as wasted. `trace` (a list) gets (seconds, B, active) per step."""
+    return _chunks(step, queries, len(queries), fail_score, "masked" if masked else "full", 8, trace,
+                   n_real=n_real)
+
+
+def _chunks(step, cands, B, fail_score, strategy, min_bucket, trace, n_real=None) -> RolloutResult:
+    t0 = t_prev = time.perf_counter()
+    dev = cands.device
+    parts, steps_run, reads, computed = [], 0, 0, 0
+    with torch.inference_mode():
+        s = _slot_buffers(step, B, dev)
+        useful = torch.zeros((), dtype=torch.long, device=dev)
+        for start in range(0, len(cands), B):
+            chunk = cands[start:start + B]
+            real = len(chunk) if n_real is None else n_real
+            pad = step.buffers(("pad", B), lambda: (torch.zeros(B, dtype=torch.bool, device=dev),))[0]
+            pad.copy_(torch.arange(B, device=dev) >= real)             # a buffer: a static graph input
+            fresh = step.init(pad_to(chunk, B))
+            if strategy in ("compact", "bucketed"):  # padding rows start (and stay) done: never computed
+                fresh = fresh._replace(done=pad)
+            write(s, fresh)
+            n, r, c, t_prev = _LOOPS[strategy](step, s, pad, min_bucket, trace, t_prev)
+            steps_run, reads, computed = steps_run + n, reads + r, computed + c
+            sc, proven = final_scores(s.states[:real], s.score[:real], fail_score)
+            parts.append((sc, proven, s.depth[:real].clone()))   # finished rows are frozen: read once
+            useful = useful + s.depth[:real].sum()
+    cat = [torch.cat(x) if parts else torch.zeros(0) for x in zip(*parts)] or [torch.zeros(0)] * 3
+    n_all = int(useful)
+    return RolloutResult(cat[0], cat[1].bool(), cat[2].long(), steps_run, computed, computed - n_all,
+                         time.perf_counter() - t0, B, records=torch.ones(len(cat[0]), dtype=torch.long),
+                         trace=trace if trace is not None else [], host_reads=reads + 1)
+
+
+def _loop_full(step, s, pad, _, trace, t_prev, masked=False):
+    body = step.compiled("masked" if masked else "full", functools.partial(_full_body, step, masked))
+    n = 0
+    for n in range(1, step.max_depth + 1):  # noqa: B007 (n counts the steps taken)
+        active, left = _call(step, body, s, pad).tolist()  # one host read per step: the seed's exit
+        t_prev = _trace(trace, t_prev, len(pad), active)
+        if left == 0:
+            break
+    return n, n, n * len(pad), t_prev
+
+
+def _loop_bucketed(step, s, pad, min_bucket, trace, t_prev):
+    B, n, computed = len(pad), 0, 0
+    active = int((~s.done).sum())                          # host read: the first bucket
+    reads = 1
+    while active:
+        bucket = min(B, max(min_bucket, 1 << (active - 1).bit_length()))  # smallest power of two >= active
+        body = step.compiled(f"bucketed{bucket}", functools.partial(_bucket_body, step, bucket))
+        left = int(_call(step, body, s))                   # host read: the next bucket, or the exit
+        n, reads, computed = n + 1, reads + 1, computed + bucket
+        t_prev = _trace(trace, t_prev, bucket, active)
+        active = left
+    return n, reads, computed, t_prev
+
+
+def _loop_compact(step, s, pad, _, trace, t_prev):
+    body = step.compiled("compact", functools.partial(_compact_body, step), dynamic=True)
+    n, reads, computed = 0, 0, 0
+    while True:
+        idx = (~s.done).nonzero()[:, 0]  # host sync: the output size depends on the data (dynamic shape)
+        reads += 1
+        if len(idx) == 0:
+            return n, reads, computed, t_prev
+        body(s, idx)
+        n, computed = n + 1, computed + len(idx)
+        t_prev = _trace(trace, t_prev, len(idx), len(idx))
+
+
+_LOOPS = {"full": _loop_full, "masked": functools.partial(_loop_full, masked=True), "compact": _loop_compact,
+          "bucketed": _loop_bucketed}
+
+
+# ---- recycle: continuous batching from a device-resident queue --------------------------------
+
+class Queue(NamedTuple):
+    states: torch.Tensor     # [N, A, 3] every candidate's initial state
+    next_var: torch.Tensor   # [N]
+    slot_cand: torch.Tensor  # [B] candidate id per slot, -1 = idle
+    head: torch.Tensor       # [] next candidate to admit
+    table: torch.Tensor      # [N + 1, 3] score, proven, steps per candidate (the last row: a dump)
+    records: torch.Tensor    # [N + 1] outcome writes per candidate
+
+
+def _recycle_body(step: GreedyStep, fail_score: float, s: Slots, q: Queue) -> torch.Tensor:
+    """One step; finished slots write their outcome and take the next queued candidates, in queue order.
+    -> [all slots idle, candidates still queued, rows active before the step]."""
+    N = q.states.shape[0]
+    idle = q.slot_cand < 0                                          # idle slots are done: frozen
+    new = step.advance(*s)
+    finished = new.done & ~idle
+    idx = torch.where(finished, q.slot_cand, N)                     # the rest write to the dump row
+    score, proven = final_scores(new.states, new.score, fail_score)
+    q.table.index_put_((idx,), torch.stack([score, proven.to(score.dtype), new.depth.to(score.dtype)], 1))
+    q.records.index_add_(0, idx, torch.ones_like(idx))
+    pos = q.head + torch.cumsum(finished, 0) - 1                    # queue position per finished slot
+    take = finished & (pos < N)
+    src = pos.clamp(0, N - 1)
+    write(s, Slots(torch.where(take[:, None, None], q.states[src], new.states),
+                   torch.where(take, q.next_var[src], new.next_var), torch.where(take, 0, new.depth),
+                   torch.where(take, 0.0, new.score), new.done & ~take))
+    slot_cand = torch.where(finished, torch.where(take, pos, -1), q.slot_cand)
+    q.slot_cand.copy_(slot_cand)
+    head = q.head + take.sum()
+    q.head.copy_(head)
+    return torch.stack([(slot_cand < 0).all().long(), N - head, (~idle).sum()])
+
+
+def rollout_recycle(step: GreedyStep, cands: torch.Tensor, B: int, fail_score: float = -100.0,
+                    trace: list | None = None) -> RolloutResult:
+    """B slots; each finished slot takes the next queued candidate in the same step (module doc)."""
+    t0 = t_prev = time.perf_counter()
+    N, dev = len(cands), cands.device
+    if N == 0:
+        z = torch.zeros(0, device=dev)
+        return RolloutResult(z, z.bool(), z.long(), batch=B, records=z.long(), trace=trace if trace is not None else [])
+    with torch.inference_mode():
+        s = _slot_buffers(step, B, dev)
+        q = step.buffers(("queue", B, N), lambda: Queue(
+            torch.zeros(N, step.engine.A, 3, dtype=torch.long, device=dev), torch.zeros(N, dtype=torch.long, device=dev),
+            torch.zeros(B, dtype=torch.long, device=dev), torch.zeros((), dtype=torch.long, device=dev),
+            torch.zeros(N + 1, 3, device=dev), torch.zeros(N + 1, dtype=torch.long, device=dev)))
+        first = min(B, N)
+        slot_cand = torch.arange(B, device=dev)
+        slot_cand = torch.where(slot_cand < first, slot_cand, -1)
+        write(s, step.init(pad_to(cands[:first], B))._replace(done=slot_cand < 0))
+        q_states, q_nv = step.engine.initial(cands)
+        for buf, v in zip(q, (q_states, q_nv, slot_cand, first, 0.0, 0)):
+            if isinstance(v, torch.Tensor):
+                buf.copy_(v)
+            else:
+                buf.fill_(v)
+        body = step.compiled(f"recycle{fail_score}", functools.partial(_recycle_body, step, fail_score))
+        n, reads, skip = 0, 0, 0
+        while True:
+            status = _call(step, body, s, q)
+            n += 1
+            if skip and trace is None:
+                skip -= 1  # the queue holds candidates: the loop cannot end at this step (module doc)
+                continue
+            all_idle, queued, active = status.tolist()  # one host read
+            reads += 1
+            t_prev = _trace(trace, t_prev, B, active)
+            if all_idle:
+                break
+            skip = -(-queued // B)
+            if n > N * step.max_depth + 1:
+                raise RuntimeError("recycle did not drain its queue: a slot never finished")
+        table, records = q.table[:N].clone(), q.records[:N].clone()
+        steps = table[:, 2].round().long()
+        useful = int(steps.sum())
+    return RolloutResult(table[:, 0].contiguous(), table[:, 1] > 0.5, steps, n, n * B, n * B - useful,
+                         time.perf_counter() - t0, B, records=records, trace=trace if trace is not None else [],
+                         host_reads=reads + 1)
+
+
+# ---- one entry point --------------------------------------------------------------------------
 
 def concat(results: list[RolloutResult]) -> RolloutResult:
     """Results of consecutive chunks as one (counters summed)."""
@@ -97,167 +299,18 @@ def concat(results: list[RolloutResult]) -> RolloutResult:
         z = torch.zeros(0)
         return RolloutResult(z, z.bool(), z.long(), records=z.long())
     cat = lambda name: torch.cat([getattr(r, name) for r in results])  # noqa: E731
-    return RolloutResult(cat("score"), cat("proven"), cat("steps"),
-                         sum(r.steps_executed for r in results), sum(r.slot_steps for r in results),
-                         sum(r.wasted_slot_steps for r in results), sum(r.seconds for r in results),
-                         batch=results[-1].batch, records=cat("records"),
-                         trace=[t for r in results for t in r.trace])
+    total = lambda name: sum(getattr(r, name) for r in results)  # noqa: E731
+    return RolloutResult(cat("score"), cat("proven"), cat("steps"), total("steps_executed"), total("slot_steps"),
+                         total("wasted_slot_steps"), total("seconds"), batch=results[-1].batch, records=cat("records"),
+                         trace=[t for r in results for t in r.trace], host_reads=total("host_reads"))
 
-
-# ---- per-candidate outcomes, written when a candidate finishes ---------------------------------
-
-class _Outcomes:
-    """Per-candidate results, [N + 1] (the last entry is a dump for rows that are not real candidates)."""
-
-    def __init__(self, n: int, device, fail_score: float):
-        self.n, self.fail = n, fail_score
-        self.table = torch.zeros(n + 1, 3, device=device)            # score, proven, steps: one write per step
-        self.records = torch.zeros(n + 1, dtype=torch.long, device=device)
-
-    def record(self, cand: torch.Tensor, finished: torch.Tensor, slots) -> None:
-        """Write the outcome of rows `finished` [B] whose candidate ids are `cand` [B] (no host sync)."""
-        idx = torch.where(finished & (cand >= 0), cand, self.n)
-        score, proven = final_scores(slots[0], slots[3], self.fail)
-        self.table.index_put_((idx,), torch.stack([score, proven.to(score.dtype), slots[2].to(score.dtype)], 1))
-        self.records.index_add_(0, idx, torch.ones_like(idx))
-
-    def result(self, **counters) -> RolloutResult:
-        t = self.table[: self.n]
-        return RolloutResult(t[:, 0].contiguous(), t[:, 1] > 0.5, t[:, 2].round().long(),
-                             records=self.records[: self.n], **counters)
-
-
-# ---- chunked strategies: masked, compact, bucketed -------------------------------------------
-
-def _chunked(step: GreedyStep, cands: torch.Tensor, B: int, fail_score: float, advance, trace) -> RolloutResult:
-    t0 = time.perf_counter()
-    N, dev = len(cands), cands.device
-    out = _Outcomes(N, dev, fail_score)
-    n_steps, t_prev = 0, t0
-    computed = torch.zeros((), dtype=torch.long, device=dev)
-    wasted = torch.zeros((), dtype=torch.long, device=dev)
-    for start in range(0, N, B):
-        chunk = cands[start:start + B]
-        ids = torch.arange(start, start + B, device=dev)
-        ids = torch.where(ids < N, ids, -1)                          # padding rows: no candidate
-        slots = list(step.init(pad_to(chunk, B)))
-        slots[4] = ids < 0                                           # padding starts (and stays) done
-        while True:
-            was_done = slots[4]
-            slots, rows, n_active = advance(step, slots)
-            if n_active == 0:            # every loop here read n_active on the host (see advance)
-                break
-            n_steps += 1
-            computed, wasted = computed + rows, wasted + rows - n_active
-            out.record(ids, slots[4] & ~was_done, slots)
-            if trace is not None:
-                t_prev = _trace(trace, t_prev, rows, n_active)
-    return out.result(steps_executed=n_steps, slot_steps=int(computed), wasted_slot_steps=int(wasted),
-                      seconds=time.perf_counter() - t0, batch=B, trace=trace if trace is not None else [])
-
-
-def _advance_masked(step, slots):
-    active = ~slots[4]
-    n_active = int(active.sum())  # host sync: the loop's exit test (full reads done.all() instead)
-    if n_active == 0:
-        return slots, 0, 0
-    states = torch.where(active[:, None, None], slots[0], 0)      # finished rows: an all-padding state
-    slots = step(states, *slots[1:])
-    return list(slots), len(active), n_active
-
-
-def _advance_compact(step, slots):
-    idx = (~slots[4]).nonzero()[:, 0]  # host sync: the output size depends on the data (dynamic shape)
-    n = len(idx)
-    if n == 0:
-        return slots, 0, 0
-    sub = step(*(t[idx] for t in slots))
-    return [t.index_copy(0, idx, s) for t, s in zip(slots, sub)], n, n
-
-
-def _advance_bucketed(step, slots, min_bucket: int):
-    done = slots[4]
-    B = len(done)
-    n = int((~done).sum())  # host sync: which bucket (a static shape) to run
-    if n == 0:
-        return slots, 0, 0
-    bucket = min(B, max(min_bucket, 1 << (n - 1).bit_length()))  # smallest power of two >= n
-    order = torch.argsort(done.to(torch.uint8), stable=True)[:bucket]  # active rows first, no nonzero
-    sub = step(*(t[order] for t in slots))                          # finished rows in the bucket stay frozen
-    return [t.index_copy(0, order, s) for t, s in zip(slots, sub)], bucket, n
-
-
-# ---- recycle: continuous batching from a device-resident queue --------------------------------
-
-def rollout_recycle(step: GreedyStep, cands: torch.Tensor, B: int, fail_score: float = -100.0,
-                    trace: list | None = None) -> RolloutResult:
-    """B slots; each finished slot takes the next queued candidate in the same step (module doc)."""
-    t0 = time.perf_counter()
-    N, dev = len(cands), cands.device
-    out = _Outcomes(N, dev, fail_score)
-    q_states, q_nv = step.engine.initial(cands)                     # [N, A, 3], [N]: the queue
-    first = min(B, N)
-    slot_cand = torch.arange(B, device=dev)
-    slot_cand = torch.where(slot_cand < first, slot_cand, -1)       # [B] candidate id, -1 = idle
-    slots = list(step.init(pad_to(cands[:first], B) if first else cands.new_zeros(B, 3)))
-    slots[4] = slot_cand < 0
-    next_id = torch.full((), first, dtype=torch.long, device=dev)   # head of the queue
-    n_steps, t_prev = 0, t0
-    wasted = torch.zeros((), dtype=torch.long, device=dev)
-    while True:
-        idle = slot_cand < 0
-        if bool(idle.all()):  # one host sync per step: stop once the queue is drained and every slot idle
-            break
-        wasted = wasted + idle.sum()
-        slots = list(step(*slots))
-        n_steps += 1
-        finished = slots[4] & ~idle
-        out.record(slot_cand, finished, slots)
-        slot_cand, next_id = _refill(slots, slot_cand, finished, next_id, q_states, q_nv, N)
-        if trace is not None:
-            t_prev = _trace(trace, t_prev, B, B - idle.sum())
-    return out.result(steps_executed=n_steps, slot_steps=n_steps * B, wasted_slot_steps=int(wasted),
-                      seconds=time.perf_counter() - t0, batch=B, trace=trace if trace is not None else [])
-
-
-def _refill(slots, slot_cand, finished, next_id, q_states, q_nv, N):
-    """Finished slots take the next candidates in queue order; slots left without one go idle. In place
-    on `slots`; returns the new slot_cand and queue head. Fixed shapes, no host sync."""
-    new = next_id + torch.cumsum(finished, 0) - 1                   # [B] queue position per finished slot
-    take = finished & (new < N)
-    slot_cand = torch.where(finished, torch.where(take, new, -1), slot_cand)
-    src = new.clamp(0, max(N - 1, 0))
-    slots[0] = torch.where(take[:, None, None], q_states[src], slots[0])
-    slots[1] = torch.where(take, q_nv[src], slots[1])
-    slots[2] = torch.where(take, 0, slots[2])
-    slots[3] = torch.where(take, 0.0, slots[3])
-    slots[4] = slots[4] & ~take
-    return slot_cand, next_id + take.sum()
-
-
-# ---- one entry point --------------------------------------------------------------------------
 
 def rollout(step: GreedyStep, candidates: torch.Tensor, batch: int, strategy: str = "full",
             fail_score: float = -100.0, min_bucket: int = 8, trace: list | None = None) -> RolloutResult:
-    """Greedy proofs of candidates [N, 3] with `batch` slots and the given strategy (module doc).
-    `compact` always runs the step uncompiled (its shapes change every step)."""
+    """Greedy proofs of candidates [N, 3] with `batch` slots and the given strategy (module doc)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
-    if strategy == "full":
-        t0 = time.perf_counter()
-        parts = [rollout_full(step, pad_to(candidates[i:i + batch], batch), n_real=len(candidates[i:i + batch]),
-                              fail_score=fail_score, trace=trace) for i in range(0, len(candidates), batch)]
-        res = concat(parts)
-        res.seconds, res.trace = time.perf_counter() - t0, trace if trace is not None else []
-        return res
+    check_batch(batch)
     if strategy == "recycle":
         return rollout_recycle(step, candidates, batch, fail_score, trace)
-    if strategy == "compact":
-        eager = step if step.mode == "off" else GreedyStep(step.engine, step.policy, step.max_depth, "off")
-        return _chunked(eager, candidates, batch, fail_score, _advance_compact, trace)
-    if strategy == "masked":
-        return _chunked(step, candidates, batch, fail_score, _advance_masked, trace)
-    return _chunked(step, candidates, batch, fail_score,
-                    lambda s, sl: _advance_bucketed(s, sl, min_bucket), trace)
+    return _chunks(step, candidates, batch, fail_score, strategy, min_bucket, trace)

@@ -1,43 +1,85 @@
 """One greedy proof step for a batch of slots (engine + policy + choice), and how it is compiled.
 
-A slot holds a candidate's proof: states [B, A, 3], next_var [B], depth [B] (steps taken), score [B]
-(sum of the chosen log-probabilities) and done [B]. `GreedyStep` advances every slot that is not done by
-one step; rows that are done are still computed (fixed shapes) but left unchanged. The step reads no
-tensor value on the host, so it compiles to one graph per batch size and can be replayed as a CUDA graph.
+A slot holds a candidate's proof (`Slots`): states [B, A, 3], next_var [B], depth [B] (steps taken),
+score [B] (sum of the chosen log-probabilities) and done [B]. `GreedyStep.advance` moves every slot that
+is not done by one step; rows that are done are still computed (fixed shapes) but left unchanged, so a
+finished row is frozen: its outcome can be read at any later time. The step reads no tensor value on the
+host, so it compiles to one graph per batch size and can be replayed as a CUDA graph.
+
+Compiling: `compile` is the torch.compile mode ("off": eager), `backend` the backend
+(`perflab.compiles.compile_kwargs`). The rollout loops (`rollout.py`) compile their whole per-step body
+(the step plus the loop's bookkeeping, writing the slots in place) through `GreedyStep.compiled`, and
+keep the slots in persistent buffers (`GreedyStep.buffers`): on CUDA under reduce-overhead the buffers
+are marked static, so a replay neither copies its inputs in nor its outputs out, and nothing is
+allocated per step.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
+from ..compiles import compile_kwargs
 from .kg import FIRST_PRED, TRUE
 
-COMPILE_MODES = ("off", "eager", "default", "reduce-overhead")
+MODES = ("off", "default", "reduce-overhead", "max-autotune")
+BACKENDS = ("inductor", "eager", "aot_eager")
 
 
-def compile_fn(fn, mode: str):
-    """`mode`: off (plain eager), eager (dynamo graphs run by the eager backend: counts graphs and
-    recompiles without inductor's codegen), default or reduce-overhead (inductor; CUDA graphs)."""
-    if mode == "off":
-        return fn
-    if mode == "eager":
-        return torch.compile(fn, backend="eager", fullgraph=True, dynamic=False)
-    if mode in ("default", "reduce-overhead"):
-        # dynamic=False: one graph per batch size, which is what padding to a fixed batch makes free
-        return torch.compile(fn, mode=mode, fullgraph=True, dynamic=False)
-    raise ValueError(f"compile mode {mode!r} is not one of {COMPILE_MODES}")
+class Slots(NamedTuple):
+    states: torch.Tensor    # [B, A, 3] current proof states
+    next_var: torch.Tensor  # [B] variable counter
+    depth: torch.Tensor     # [B] steps taken
+    score: torch.Tensor     # [B] sum of the chosen log-probabilities
+    done: torch.Tensor      # [B] bool: proved, failed, gave up or at max_depth (frozen from then on)
 
 
 class GreedyStep:
-    """`step(states, next_var, depth, score, done) -> same five, advanced one step` (module doc)."""
+    """`step(states, next_var, depth, score, done) -> Slots advanced one step` (module doc)."""
 
-    def __init__(self, engine, policy, max_depth: int, compile: str = "off"):
+    def __init__(self, engine, policy, max_depth: int, compile: str = "off", backend: str = "inductor"):
         if max_depth < 1:
             raise ValueError(f"max_depth must be >= 1, got {max_depth}")
-        self.engine, self.policy, self.max_depth, self.mode = engine, policy, max_depth, compile
-        self.cudagraphs = compile == "reduce-overhead" and engine.device.type == "cuda"
-        self._fn = compile_fn(self._step, compile)
+        if compile not in MODES:
+            hint = " ('eager' is a backend: compile='default', backend='eager')" if compile == "eager" else ""
+            raise ValueError(f"compile must be one of {MODES}, got {compile!r}{hint}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.engine, self.policy, self.max_depth = engine, policy, max_depth
+        self.mode, self.backend = compile, backend
+        self.cudagraphs = compile == "reduce-overhead" and backend == "inductor" and engine.device.type == "cuda"
+        self._compiled: dict = {}
+        self._buffers: dict = {}
+        self._fn = self.compiled("advance", self.advance)
 
-    def _step(self, states, next_var, depth, score, done):
+    def compiled(self, name: str, fn, dynamic: bool = False):
+        """`fn` compiled with this step's mode and backend (once per name), or `fn` itself when off.
+        fullgraph: a graph break would split the step into several graphs and host round trips;
+        dynamic=False: one graph per shape, which padding to a fixed batch makes free."""
+        if name not in self._compiled:
+            kw = compile_kwargs(self.mode, self.backend)
+            if kw is not None:  # one graph per batch size and per bucket: past dynamo's default of 8 per
+                # function (shared by every GreedyStep) it would silently fall back to eager
+                torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+            if kw is not None and dynamic and kw.get("mode") == "reduce-overhead":
+                kw = {**kw, "mode": "default"}  # a CUDA graph per shape would be recorded for every size
+            self._compiled[name] = fn if kw is None else torch.compile(fn, fullgraph=True, dynamic=dynamic, **kw)
+        return self._compiled[name]
+
+    def buffers(self, key, make):
+        """Persistent tensors for `key` (built once by `make()`, a tuple or NamedTuple of tensors): the
+        rollout loops keep their slots here and write them in place, so a compiled graph sees the same
+        addresses every step (marked static for CUDA graphs: no copy in, no copy out)."""
+        if key not in self._buffers:
+            bufs = make()
+            if self.cudagraphs:
+                for t in bufs:
+                    torch._dynamo.mark_static_address(t)
+            self._buffers[key] = bufs
+        return self._buffers[key]
+
+    def advance(self, states, next_var, depth, score, done) -> Slots:
+        """The step itself: derive every successor, score them, take the argmax for rows not done."""
         d = self.engine.derive(states, next_var)                      # [B, S, A, 3], [B], [B, S]
         logits = self.policy(states, d.states, d.counts)              # [B, S]
         a = logits.argmax(-1)                                         # greedy; ties go to the first successor
@@ -49,21 +91,28 @@ class GreedyStep:
         score = score + torch.where(active, lp, 0.0)
         depth = depth + active.long()
         done = done | (states[:, 0, 0] < FIRST_PRED) | (depth >= self.max_depth)
-        return states, next_var, depth, score, done
+        return Slots(states, next_var, depth, score, done)
 
-    def __call__(self, states, next_var, depth, score, done):
+    def __call__(self, states, next_var, depth, score, done) -> Slots:
+        """One step as a function (new tensors out): the compact strategy, the memory model, timings."""
         if self.cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()
             out = self._fn(states, next_var, depth, score, done)
-            return tuple(t.clone() for t in out)  # a CUDA graph's outputs are overwritten by its next replay
-        return self._fn(states, next_var, depth, score, done)
+            return Slots(*(t.clone() for t in out))  # a CUDA graph's outputs are overwritten by its next replay
+        return Slots(*self._fn(states, next_var, depth, score, done))
 
-    def init(self, queries: torch.Tensor):
+    def init(self, queries: torch.Tensor) -> Slots:
         """Fresh slots for queries [B, 3]."""
         states, nv = self.engine.initial(queries)
         B, dev = queries.shape[0], queries.device
-        return (states, nv, torch.zeros(B, dtype=torch.long, device=dev), torch.zeros(B, device=dev),
-                torch.zeros(B, dtype=torch.bool, device=dev))
+        return Slots(states, nv, torch.zeros(B, dtype=torch.long, device=dev), torch.zeros(B, device=dev),
+                     torch.zeros(B, dtype=torch.bool, device=dev))
+
+
+def write(dst: Slots, src) -> None:
+    """Copy slots `src` into the buffers `dst`, field by field (inside a compiled body: fused stores)."""
+    for d, s in zip(dst, src):
+        d.copy_(s)
 
 
 def final_scores(states: torch.Tensor, score: torch.Tensor, fail_score: float):

@@ -14,8 +14,6 @@ from typing import NamedTuple
 
 import torch
 
-from ..syncs import note_sync
-
 
 class Remapped(NamedTuple):
     labels: torch.Tensor            # [B] int64: class ids 0..n-1 in label order; -1 for a label out of range
@@ -49,10 +47,9 @@ def remap_host(y: torch.Tensor, num_labels: int) -> Remapped:
         raise ValueError(out_of_range_message(bad, num_labels))
     unique_labels = sorted(set(y_host))
     label_map = {lab: i for i, lab in enumerate(unique_labels)}
+    # SYNC: a blocking copy from pageable host memory waits for the stream on a GPU (count_host_syncs
+    # counts it as "tensor(host list) -> device" on every device, so counts match on CPU and GPU)
     labels = torch.tensor([label_map[v] for v in y_host], dtype=torch.long, device=y.device)
-    # SYNC: a blocking copy from pageable host memory waits for the stream on a GPU; the counter
-    # cannot see it, so it is noted here (on every device, so counts match on CPU and GPU).
-    note_sync("tensor(host list) -> device")
     return Remapped(labels, len(unique_labels), 0)
 
 

@@ -1,0 +1,139 @@
+"""The notebooks' correctness checks: the optimized paths against the reference, as named pass/fail results.
+
+Each function returns `(checks, info)`: `checks` maps a sentence to True/False (the notebook prints PASS or
+FAIL, logs each with `run.log.check` and stops on any failure), `info` holds the numbers behind them.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..syncs import count_host_operands, count_host_syncs
+from .data import random_kg, random_states
+from .engine import UnificationEngine
+from .evaluate import evaluate_with_corruptions
+from .policy import make_policy
+from .reference import Limits, ReferenceProver, prove_exhaustive, to_tuples
+from .rollout import STRATEGIES, RolloutResult
+from .step import GreedyStep
+
+
+def engine_vs_reference(kg, engine, n_states: int = 400, n_random_kgs: int = 10, seed: int = 0) -> dict:
+    """Successor lists of the engine and the reference on random states of `kg` and of small random KGs
+    (tight limits, so window cuts, list cuts and over-long rejections happen). Counts of states compared,
+    mismatches, and states whose lists were cut."""
+    states, nv = random_states(kg, n_states, engine.A, seed)
+    cases = [(kg, engine, (states.to(engine.device), nv.to(engine.device)))]
+    for i in range(n_random_kgs):
+        rkg = random_kg(seed + i)
+        reng = UnificationEngine(rkg, max_atoms=4, max_derived=6, max_fact_matches=2 + i % 3, end_action=i % 2 == 0)
+        cases.append((rkg, reng, random_states(rkg, 48, 4, seed + i)))
+    out = {"states": 0, "mismatches": 0, "truncated": 0}
+    for g, e, (states, nv) in cases:
+        ref = ReferenceProver(g, Limits.of(e))
+        d = e.derive(states, nv)
+        for i, s in enumerate(to_tuples(states)):
+            c = int(d.counts[i])
+            got = list(zip(to_tuples(d.states[i, :c]), d.next_var[i, :c].tolist()))
+            out["mismatches"] += got != ref.successors(s, int(nv[i]))
+        out["states"] += len(states)
+        out["truncated"] += int(d.truncated.sum())
+    return out
+
+
+def bfs_vs_reference(kg, engine, queries: torch.Tensor, max_depth: int) -> dict:
+    """Shortest-proof depth of each query by the batched BFS and by the reference search."""
+    got = prove_exhaustive(engine, queries, max_depth)
+    ref = ReferenceProver(kg, Limits.of(engine))
+    want = torch.tensor([ref.prove(tuple(q), max_depth) for q in queries.tolist()])
+    return {"queries": len(queries), "agree": bool(torch.equal(got, want)), "provable": int((got > 0).sum()),
+            "depth": got}
+
+
+def step_syncs(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: int = 0) -> dict:
+    """Host syncs of `derive` on random states and of one policy step (`perflab.syncs.count_host_syncs`;
+    on CUDA also the driver's sync-debug warnings), and host tensors fed to either on a device that is
+    not the host (`count_host_operands` on meta: the copies from the host a GPU would make)."""
+    dev = engine.device
+    states, nv = random_states(kg, 64, engine.A, seed)
+    step = GreedyStep(engine, policy, max_depth)
+    slots = step.init(queries.to(dev))
+    with torch.inference_mode(), count_host_syncs(cuda_debug=dev.type == "cuda") as syncs:
+        engine.derive(states.to(dev), nv.to(dev))
+        step(*slots)
+    meta = GreedyStep(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
+                      make_policy(kg, policy.cfg, device="meta"), max_depth)
+    with torch.inference_mode(), count_host_operands() as host:
+        meta.engine.derive(states.to("meta"), nv.to("meta"))
+        meta(*meta.init(queries.to("meta")))
+    return {"syncs": syncs.total + syncs.cuda_debug_warnings, "by_op": dict(syncs.by_op),
+            "host_operands": host.total, "host_by_op": dict(host.by_op)}
+
+
+def correctness_03(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: int = 0):
+    """Study 3's checks: successors, provability, and a sync-free step. -> (checks, info)."""
+    eq = engine_vs_reference(kg, engine, n_states=400, seed=seed)
+    bfs = bfs_vs_reference(kg, engine, queries, max_depth=max_depth)
+    sy = step_syncs(kg, engine, policy, queries, max_depth, seed)
+    checks = {
+        f"engine successors equal the reference on {eq['states']} states ({eq['truncated']} with cut lists)":
+            eq["mismatches"] == 0,
+        f"BFS provability equals the reference on {bfs['queries']} queries (depth <= {max_depth})": bfs["agree"],
+        "derive and a policy step make no host sync (counted calls; CUDA's sync-debug warnings on a GPU)":
+            sy["syncs"] == 0,
+        "derive and a policy step take no host tensor on a device (meta)": sy["host_operands"] == 0,
+    }
+    return checks, {"engine": eq, "bfs": bfs, "syncs": sy}
+
+
+def ranks_across_batches(kg, engine, policy, queries, cs, batches, max_depth: int, seed: int = 0):
+    """The same candidates at several batch sizes (padded tails, one chunk): identical ranks and scores
+    within float32 rounding. -> (checks, {batch: EvalResult})."""
+    step = GreedyStep(engine, policy, max_depth)
+    evals = {b: evaluate_with_corruptions(kg, engine, policy, queries, batch=b, max_depth=max_depth,
+                                          candidates=cs, step=step, seed=seed) for b in sorted(set(batches))}
+    ref = evals[max(evals)]
+    same_ranks = all(torch.equal(r.ranks, ref.ranks) for r in evals.values())
+    same_scores = all(torch.allclose(r.scores, ref.scores, rtol=1e-5, atol=1e-5) for r in evals.values())
+    return {f"ranks identical at batch sizes {sorted(evals)}, scores within 1e-5": same_ranks and same_scores}, evals
+
+
+def agreement(results: dict[str, RolloutResult]) -> dict[str, bool]:
+    """Does every strategy give every candidate the full loop's steps, outcome and score (float32 rounding
+    of rows computed in batches of another size allowed: 1e-5), each written exactly once?"""
+    ref = results["full"]
+    out = {}
+    for name, r in results.items():
+        out[name] = (torch.equal(r.steps.cpu(), ref.steps.cpu()) and torch.equal(r.proven.cpu(), ref.proven.cpu())
+                     and torch.allclose(r.score.cpu(), ref.score.cpu(), rtol=1e-5, atol=1e-5)
+                     and bool((r.records == 1).all()))
+    return out
+
+
+def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
+    """Study 4's checks: every strategy gives the same proofs on a ladder sample (of designed lengths)
+    and on the family candidates (the same ranks). -> (checks, {"ladder": results, "family": results})."""
+    from .ranking import ranks
+    from .study import run_strategies
+
+    res_l = run_strategies(ladder, batch, min_bucket)
+    res_f = run_strategies(family, batch, min_bucket)
+    rank = {s: ranks(family_cs.unflatten(r.score.float(), fill=float("-inf")), family_cs) for s, r in res_f.items()}
+    checks = {
+        f"ladder ({len(ladder.candidates)} candidates): all strategies agree": all(agreement(res_l).values()),
+        "ladder: steps equal the designed proof lengths": torch.equal(res_l["full"].steps.cpu(), ladder.lengths),
+        f"family ({len(family.candidates)} candidates): all strategies agree": all(agreement(res_f).values()),
+        "family: ranks identical across strategies": all(torch.equal(r, rank["full"]) for r in rank.values()),
+    }
+    assert set(res_l) == set(STRATEGIES)
+    return checks, {"ladder": res_l, "family": res_f}
+
+
+def report(run, checks: dict) -> None:
+    """Log and print each check; raise if any failed (correctness before speed)."""
+    for name, ok in checks.items():
+        run.log.check(name, ok)
+        print("PASS" if ok else "FAIL", name)
+    failed = [n for n, ok in checks.items() if not ok]
+    if failed:
+        raise AssertionError(f"correctness failed: {failed}")
+
