@@ -160,6 +160,22 @@ def test_hf_lm_without_transformers_says_what_to_install():
         build_model(TINY, lm="hf:/models/llama")
 
 
+def test_a_relative_hf_lm_path_is_resolved_from_where_the_user_ran(monkeypatch, tmp_path):
+    import perflab.latentwire.hf as hf
+
+    seen = []
+
+    def fake_load(path):
+        seen.append(path)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(hf, "load_hf_lm", fake_load)
+    monkeypatch.setenv("PERFLAB_CWD", str(tmp_path))  # perflab run sets it; kernels run in notebooks/
+    with pytest.raises(RuntimeError, match="stop here"):
+        build_model(TINY, lm="hf:models/llama")
+    assert seen == [(tmp_path / "models" / "llama").resolve()]
+
+
 def test_unknown_lm_is_refused():
     with pytest.raises(ValueError, match="unknown lm 'llama'"):
         build_model(TINY, lm="llama")

@@ -28,7 +28,7 @@ class LatentWireParams(RunParams):
     amp: bool = False             # bf16 autocast inside quick wins, all together and the loss curves
     compile: CompileMode = "default"  # torch.compile mode of the compiled step: off, default, reduce-overhead, max-autotune
     backend: Backend = "inductor"     # torch.compile backend of the compiled step: inductor, eager or aot_eager
-    max_batch: int = 64           # largest batch of the sweep (1, 4, 16, ...)
+    max_batch: int = 16           # largest batch of the sweep (1, 4, 16, ...)
     mem_budget_gb: float = 4.0    # the sweep stops at the first batch whose peak memory exceeds this
     curve_samples: int = 96       # training samples per loss curve
     curve_batch: int = 16         # micro-batch of the batched loss curve
