@@ -108,7 +108,7 @@ def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]
 
 def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Check:
     """The compiled step (all toggles, p.compile/p.backend) trains like the same step eager: the same samples,
-    losses within a tolerance, one compile for every step (batches padded to fixed widths: no recompiles)."""
+    losses within a tolerance, and no compile after the first step (batches padded to fixed widths)."""
     toggles = dataclasses.asdict(Toggles.all_on(batch_size=p.ablation_batch, amp=p.amp))
     toggles.update(dataloader=False, num_workers=0)  # the sample order of the manual stream; no workers to start
     rows, seen = [], []
@@ -117,8 +117,9 @@ def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Che
         tr = make_trainer(model, examples, impl="optimized", device=device, lr=p.lr, accum_steps=p.accum_steps,
                           seed=p.seed, **{**toggles, "compile": mode, "compile_backend": p.backend})
         tr.seen = []
+        tr.step()  # the compiled step compiles here (or finds the graph this kernel compiled before)
         with count_compiles() as cc:
-            for _ in range(steps):
+            for _ in range(steps - 1):  # other samples, other own widths: the padded shapes stay the same
                 tr.step()
         rows.append(torch.tensor(tr.losses()))
         seen.append(tr.seen)
@@ -127,10 +128,10 @@ def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Che
     # update can turn such a difference in a near-zero gradient into a full-size step: 1e-5 over 3 steps.
     # bf16 rounds matmul inputs to 8 bits of mantissa (0.4%), in places that differ between fused and eager: 2e-2
     tol = 2e-2 if p.amp else 1e-5
-    ok = seen[0] == seen[1] and _close(rows[1], rows[0], rtol=tol, atol=tol) and cc.recompiles == 0
+    ok = seen[0] == seen[1] and _close(rows[1], rows[0], rtol=tol, atol=tol) and cc.compiles == 0
     return (f"compiled step (compile={p.compile}, backend={p.backend}) trains like the eager step", ok,
             f"{steps} steps x {p.accum_steps} micro-batches of {p.ablation_batch}, same samples, rtol {tol:g}; "
-            f"{cc.recompiles} recompiles")
+            f"{cc.compiles} compiles after the first step")
 
 
 def all_checks(p: LatentWireParams, examples, device) -> tuple[list[Check], dict]:
