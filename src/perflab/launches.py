@@ -21,6 +21,7 @@ Counting costs time (the profiler is on): count in one call, time in another.
 from __future__ import annotations
 
 import collections
+import os
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -54,6 +55,9 @@ class LaunchCounter:
         return "CUDA kernels" if self.device_type == "cuda" else "aten ops + compiled-graph calls (CPU proxy)"
 
     def __enter__(self) -> LaunchCounter:
+        # kineto writes two "USDT ... profiler_start/stop" lines to stderr per profile (into every notebook
+        # cell that counts) unless its log level says otherwise; it reads the level once, at its first profile
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device_type == "cuda" else [])
         if self.device_type == "cuda":
             torch.cuda.synchronize()  # work queued before the block is not this block's

@@ -15,7 +15,7 @@ import torch
 
 from ..env import synchronize
 from .batches import IndexStream, batch_on_the_fly
-from .common import TrainerBase
+from .trainer_base import TrainerBase
 
 
 class BaselineTrainer(TrainerBase):

@@ -73,6 +73,25 @@ class Batch:
     def size(self) -> int:
         return self.enc_ids.shape[0]
 
+    @property
+    def widths(self) -> tuple[int, int]:
+        """(prompt bytes, answer columns): the two lengths that vary from batch to batch."""
+        return self.enc_ids.shape[1], self.ans_ids.shape[1]
+
+    def pad_to(self, widths: tuple[int, int], pad_id: int) -> Batch:
+        """The same batch with prompt bytes and answer columns padded to `widths` (a compiled step's fixed
+        shapes). The losses do not change: padded bytes are masked out of every attention, padded answer
+        columns are IGNORE labels placed after the real answer (causal: no real position sees them)."""
+        enc, ans = widths[0] - self.enc_ids.shape[1], widths[1] - self.ans_ids.shape[1]
+        if enc < 0 or ans < 0:
+            raise ValueError(f"batch widths {self.widths} exceed the fixed widths {tuple(widths)}")
+        if enc == 0 and ans == 0:
+            return self
+        pad = torch.nn.functional.pad
+        return Batch(enc_ids=pad(self.enc_ids, (0, enc), value=PAD_BYTE), enc_pad=pad(self.enc_pad, (0, enc), value=True),
+                     pre_ids=self.pre_ids, post_ids=self.post_ids, ans_ids=pad(self.ans_ids, (0, ans), value=pad_id),
+                     labels=pad(self.labels, (0, ans), value=IGNORE), index=self.index)
+
 
 def _pad(rows: list[list[int]], value: int, min_width: int = 0) -> torch.Tensor:
     width = max(min_width, max(len(r) for r in rows))
@@ -123,10 +142,17 @@ class PretokenizedCache:
     def __len__(self) -> int:
         return len(self.enc_len)
 
-    def batch(self, index: list[int]) -> Batch:
+    @property
+    def widths(self) -> tuple[int, int]:
+        """The longest prompt (bytes) and answer (columns) of the data: fixed widths that fit every batch."""
+        return self.full.widths
+
+    def batch(self, index: list[int], *, full_width: bool = False) -> Batch:
+        """Rows `index`, cut to the batch's own longest prompt and answer (or kept at the data's widths,
+        `full_width`: the fixed shapes of a compiled step)."""
         idx = torch.tensor(index, dtype=torch.long)
-        lb = max(self.enc_len[i] for i in index)
-        la = max(self.ans_len[i] for i in index)
+        lb = self.full.enc_ids.shape[1] if full_width else max(self.enc_len[i] for i in index)
+        la = self.full.ans_ids.shape[1] if full_width else max(self.ans_len[i] for i in index)
         f = self.full
         b = Batch(enc_ids=f.enc_ids[idx, :lb], enc_pad=f.enc_pad[idx, :lb], pre_ids=f.pre_ids[idx],
                   post_ids=f.post_ids[idx], ans_ids=f.ans_ids[idx, :la], labels=f.labels[idx, :la], index=idx)

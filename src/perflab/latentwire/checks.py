@@ -6,6 +6,7 @@ import dataclasses
 
 import torch
 
+from ..compiles import count_compiles
 from ..syncs import count_host_syncs
 from . import losses, reference
 from .batches import PretokenizedCache, batch_on_the_fly
@@ -105,14 +106,38 @@ def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]
     return ("host syncs per step: the optimized step has none", ok, detail), counts
 
 
+def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Check:
+    """The compiled step (all toggles, p.compile/p.backend) trains like the same step eager: the same samples,
+    losses within a tolerance, and no compile after the first step (batches padded to fixed widths)."""
+    toggles = dataclasses.asdict(Toggles.all_on(batch_size=p.ablation_batch, amp=p.amp))
+    toggles.update(dataloader=False, num_workers=0)  # the sample order of the manual stream; no workers to start
+    rows, seen = [], []
+    for mode in ("off", p.compile):
+        model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
+        tr = make_trainer(model, examples, impl="optimized", device=device, lr=p.lr, accum_steps=p.accum_steps,
+                          seed=p.seed, **{**toggles, "compile": mode, "compile_backend": p.backend})
+        tr.seen = []
+        tr.step()  # the compiled step compiles here (or finds the graph this kernel compiled before)
+        with count_compiles() as cc:
+            for _ in range(steps - 1):  # other samples, other own widths: the padded shapes stay the same
+                tr.step()
+        rows.append(torch.tensor(tr.losses()))
+        seen.append(tr.seen)
+        tr.close()
+    # fp32: the compiled kernels sum in another order (1e-7 relative on the CPU defaults), and AdamW's normalized
+    # update can turn such a difference in a near-zero gradient into a full-size step: 1e-5 over 3 steps.
+    # bf16 rounds matmul inputs to 8 bits of mantissa (0.4%), in places that differ between fused and eager: 2e-2
+    tol = 2e-2 if p.amp else 1e-5
+    ok = seen[0] == seen[1] and _close(rows[1], rows[0], rtol=tol, atol=tol) and cc.compiles == 0
+    return (f"compiled step (compile={p.compile}, backend={p.backend}) trains like the eager step", ok,
+            f"{steps} steps x {p.accum_steps} micro-batches of {p.ablation_batch}, same samples, rtol {tol:g}; "
+            f"{cc.compiles} compiles after the first step")
+
+
 def all_checks(p: LatentWireParams, examples, device) -> tuple[list[Check], dict]:
     checks = [*single_pass_checks(p, examples, device), toggles_off_check(p, examples, device),
               cache_check(p, examples), sdpa_check(p, examples, device)]
+    if p.compile != "off":
+        checks.append(compiled_check(p, examples, device))
     sync_check, counts = host_sync_check(p, examples, device)
     return [*checks, sync_check], counts
-
-
-def describe_toggles(toggles: dict) -> str:
-    """Only what differs from the defaults (= the baseline's behaviour)."""
-    default = dataclasses.asdict(Toggles())
-    return ", ".join(f"{k}={v}" for k, v in toggles.items() if default.get(k) != v) or "-"

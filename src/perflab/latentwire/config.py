@@ -3,9 +3,8 @@ notebook's parameters are in `params.py`)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
-from ..params import require, validate
+from ..params import Backend, CompileMode, require, validate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +51,8 @@ class Toggles:
     amp: bool = False                 # bf16 autocast over encoder, adapter AND the LM (report 7)
     fused_adamw: bool = False         # AdamW(fused=True) (report: quick win 4)
     sdpa: bool = False                # F.scaled_dot_product_attention in the LM and pooler (report: flash attention)
-    compile: Literal["off", "eager", "aot_eager", "inductor"] = "off"  # torch.compile backend for the loss
+    compile: CompileMode = "off"      # torch.compile mode of the loss (forward + backward); off = eager
+    compile_backend: Backend = "inductor"  # torch.compile backend when compile is not off
     checkpointing: bool = False       # activation checkpointing of encoder layers and LM blocks
     single_pass: bool = False         # first-token and K-token CE read from the teacher-forced pass
     no_step_sync: bool = False        # keep losses on device: no .item()/synchronize each step
@@ -70,9 +70,9 @@ class Toggles:
         return validate(toggles, cls)
 
     @classmethod
-    def all_on(cls, batch_size: int = 16, num_workers: int = 0, compile: str = "off", amp: bool = True,
-               checkpointing: bool = False) -> Toggles:
+    def all_on(cls, batch_size: int = 16, num_workers: int = 0, compile: str = "off", backend: str = "inductor",
+               amp: bool = True, checkpointing: bool = False) -> Toggles:
         """Every recommendation at once (compile and checkpointing stay optional)."""
         return cls(pin_memory=True, dataloader=True, num_workers=num_workers, pretokenize=True, grad_accum=True,
                    batch_size=batch_size, amp=amp, fused_adamw=True, sdpa=True, compile=compile,
-                   checkpointing=checkpointing, single_pass=True, no_step_sync=True)
+                   compile_backend=backend, checkpointing=checkpointing, single_pass=True, no_step_sync=True)

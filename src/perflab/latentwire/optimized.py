@@ -12,38 +12,51 @@ each toggle changes one thing:
     amp            bf16 autocast over encoder, adapter and the LM (no GradScaler: bf16 keeps fp32's range)
     fused_adamw    AdamW(fused=True): one kernel for all parameters
     sdpa           scaled_dot_product_attention in the LM and the pooler
-    compile        torch.compile(model, backend=...) unless "off"
+    compile        the compiled step: torch.compile(model, mode=compile, backend=compile_backend) over the loss
+                   (forward, and AOTAutograd's backward), fullgraph, with every batch padded to the data's
+                   longest prompt and answer and the batch size symbolic, so one graph serves every step and
+                   every batch size above 1 (no recompiles)
     checkpointing  activation checkpointing of encoder layers and LM blocks
     single_pass    first-token and K-token CE read from the teacher-forced logits (1 LM forward, not K+2)
     no_step_sync   losses stay on the device; read once at the end (no .item()/synchronize per step)
+
+`pause()` stops the DataLoader's worker processes (the next step starts a fresh pool at the next epoch), so a
+timing harness can keep many trainers but let only the one being timed own workers (`worker_pids()`).
 """
 from __future__ import annotations
 
 import contextlib
-import itertools
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler
 
+from ..compiles import compile_kwargs
 from ..env import synchronize
 from .batches import IndexStream, PretokenizedCache, batch_on_the_fly
-from .common import TrainerBase
 from .config import Toggles
+from .trainer_base import TrainerBase
 
 
 class _ExamplesDataset(torch.utils.data.Dataset):
     """Batches for a DataLoader: `__getitems__` builds a whole batch (from the cache, or by tokenizing)."""
 
-    def __init__(self, examples, tok, cfg, cache: PretokenizedCache | None):
-        self.examples, self.tok, self.cfg, self.cache = examples, tok, cfg, cache
+    def __init__(self, examples, tok, cfg, cache: PretokenizedCache | None, widths: tuple[int, int] | None = None):
+        self.examples, self.tok, self.cfg, self.cache, self.widths = examples, tok, cfg, cache, widths
 
     def __len__(self) -> int:
         return len(self.examples)
 
     def __getitems__(self, index: list[int]):
-        if self.cache is not None:
-            return self.cache.batch(index)
-        return batch_on_the_fly(self.examples, index, self.tok, self.cfg)
+        return host_batch(self.examples, index, self.tok, self.cfg, self.cache, self.widths)
+
+
+def host_batch(examples, index: list[int], tok, cfg, cache: PretokenizedCache | None,
+               widths: tuple[int, int] | None = None):
+    """Batch `index` on the host: gathered from the cache or tokenized now; padded to fixed `widths` if given."""
+    if cache is not None:
+        return cache.batch(index, full_width=widths is not None)  # the cache's widths are the data's widths
+    batch = batch_on_the_fly(examples, index, tok, cfg)
+    return batch if widths is None else batch.pad_to(widths, tok.pad_id)
 
 
 def _whole_batch(batch):
@@ -51,10 +64,10 @@ def _whole_batch(batch):
 
 
 def make_loader(examples, tok, cfg, cache: PretokenizedCache | None, *, batch_size: int, num_workers: int,
-                persistent_workers: bool, pin_memory: bool, seed: int, rank: int = 0,
-                world: int = 1) -> tuple[DataLoader, DistributedSampler]:
+                persistent_workers: bool, pin_memory: bool, seed: int, rank: int = 0, world: int = 1,
+                widths: tuple[int, int] | None = None) -> tuple[DataLoader, DistributedSampler]:
     """A DataLoader over whole batches, shuffled by a DistributedSampler (one rank: the whole set), drop_last."""
-    ds = _ExamplesDataset(examples, tok, cfg, cache)
+    ds = _ExamplesDataset(examples, tok, cfg, cache, widths)
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=seed, drop_last=True)
     if len(sampler) < batch_size:
         raise ValueError(f"{len(ds)} examples cannot fill one batch of {batch_size} on {world} rank(s)")
@@ -63,6 +76,12 @@ def make_loader(examples, tok, cfg, cache: PretokenizedCache | None, *, batch_si
                         # workers fork once and live across epochs: their start-up is paid once, not per epoch
                         persistent_workers=num_workers > 0 and persistent_workers)
     return loader, sampler
+
+
+def _mark_batch_dynamic(batch) -> None:
+    """Compile the batch dimension as a symbol (sizes 2 and up share one graph; dynamo keeps 1 apart)."""
+    for t in batch.tensors().values():
+        torch._dynamo.maybe_mark_dynamic(t, 0)
 
 
 class OptimizedTrainer(TrainerBase):
@@ -79,33 +98,62 @@ class OptimizedTrainer(TrainerBase):
         if t.pretokenize:  # once, before training: every later batch is a gather of ready tensors
             self.cache = PretokenizedCache.for_model(examples, self.tok, cfg,
                                                      pin=self.pin and not t.dataloader)  # a DataLoader pins its own output
-        self.loader = None
+        self.widths = None  # fixed (prompt bytes, answer columns) of every batch under compile
+        if t.compile != "off":
+            cache = self.cache if self.cache is not None else PretokenizedCache.for_model(examples, self.tok, cfg)
+            self.widths = cache.widths
+        self.loader, self.epoch, self._it = None, 0, None  # _it: the DataLoader iterator that owns the workers
         if t.dataloader:
-            self.loader, sampler = make_loader(examples, self.tok, cfg, self.cache, batch_size=self.batch_size,
-                                               num_workers=t.num_workers, persistent_workers=t.persistent_workers,
-                                               pin_memory=self.pin, seed=seed, rank=self.rank, world=self.world)
-            self.batches = self._loader_batches(sampler)
+            self.loader, self.sampler = make_loader(examples, self.tok, cfg, self.cache, batch_size=self.batch_size,
+                                                    num_workers=t.num_workers, persistent_workers=t.persistent_workers,
+                                                    pin_memory=self.pin, seed=seed, rank=self.rank, world=self.world,
+                                                    widths=self.widths)
+            self.batches = self._loader_batches()
         else:
             self.order = IndexStream(len(examples), self.batch_size, seed, rank=self.rank, world=self.world)
             self.batches = self._manual_batches()
         self.opt = torch.optim.AdamW(self.core.trainable_parameters(), lr=lr,
                                      **({"fused": True} if t.fused_adamw else {}))
-        self.loss_fn = self.model if t.compile == "off" else torch.compile(self.model, backend=t.compile)
+        self.loss_fn = self.model
+        if t.compile != "off":
+            # one graph for encoder + adapter + frozen LM + losses (AOTAutograd compiles its backward too):
+            # fixed widths (self.widths) and a symbolic batch size (_mark_batch_dynamic), so one compile serves
+            # every step and every batch size > 1; fullgraph, so a graph break fails loudly (DDP splits the
+            # graph at its gradient buckets itself, which fullgraph would forbid)
+            self.loss_fn = torch.compile(self.model, fullgraph=self.world == 1,
+                                         **compile_kwargs(t.compile, t.compile_backend))
 
     # ---- where batches come from -----------------------------------------------------------------
     def _manual_batches(self):
         while True:
-            index = self.order.next()
-            if self.cache is not None:
-                yield self.cache.batch(index)
-            else:
-                batch = batch_on_the_fly(self.examples, index, self.tok, self.core.cfg)
-                yield batch.pin_memory() if self.pin else batch
+            batch = host_batch(self.examples, self.order.next(), self.tok, self.core.cfg, self.cache, self.widths)
+            yield batch.pin_memory() if self.pin and self.cache is None else batch  # the cache pins its own
 
-    def _loader_batches(self, sampler: DistributedSampler):
-        for epoch in itertools.count():
-            sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on every rank
-            yield from self.loader
+    def _loader_batches(self):
+        while True:
+            self.sampler.set_epoch(self.epoch)  # a new shuffle per epoch, the same on every rank
+            self.epoch += 1
+            self._it = iter(self.loader)  # persistent workers: the loader's own iterator, reused across epochs
+            yield from self._it
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of this trainer's live DataLoader workers (none without dataloader/num_workers)."""
+        return [w.pid for w in getattr(self._it, "_workers", ()) if w.is_alive()]
+
+    def loader_paused(self) -> bool:
+        return self.loader is not None and self.t.num_workers > 0 and self._it is None
+
+    def pause(self) -> None:
+        """Stop the DataLoader's workers (joined before this returns); the next step starts a new pool at
+        the next epoch. Without a DataLoader: nothing to do."""
+        if self.loader is None:
+            return
+        self.batches.close()
+        it, self._it = self._it, None
+        if hasattr(it, "_shutdown_workers"):
+            it._shutdown_workers()  # what the iterator's __del__ does: workers told to exit, then joined
+        self.loader._iterator = None  # a persistent loader would hand the dead iterator out again
+        self.batches = self._loader_batches()
 
     # ---- one optimizer step ------------------------------------------------------------------------
     def _micro(self, i: int):
@@ -121,11 +169,15 @@ class OptimizedTrainer(TrainerBase):
         """One optimizer step; returns the mean loss (a float, or a device tensor under no_step_sync)."""
         if not self.t.no_step_sync:
             synchronize(self.device)  # the baseline's step-start synchronize
+        if self.t.compile == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()  # CUDA graphs: the previous step's outputs are not read again
         total = 0.0
         for i in range(self.accum_steps):
             host = next(self.batches)
             self.note(host.index)
             batch = host.to(self.device, non_blocking=self.non_blocking)
+            if self.widths is not None:
+                _mark_batch_dynamic(batch)
             with self._micro(i):
                 parts = self.loss_fn(batch, single_pass=self.t.single_pass)
                 if self.t.grad_accum:
@@ -147,6 +199,7 @@ class OptimizedTrainer(TrainerBase):
         return loss
 
     def close(self) -> None:
-        """Stop the batch stream; the DataLoader's workers exit when it is dropped."""
+        """Stop the batch stream and the DataLoader's workers."""
+        self.pause()
         self.batches.close()
         self.loader = None

@@ -3,9 +3,8 @@ cell (tests/test_notebook_params.py checks that they agree)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
-from ..params import RunParams, require
+from ..params import Backend, CompileMode, RunParams, require
 from .config import ModelConfig
 
 
@@ -27,13 +26,14 @@ class LatentWireParams(RunParams):
     ablation_batch: int = 8       # micro-batch of the batch_size toggle, quick wins and all together
     num_workers: int = 1          # DataLoader workers (this machine has 2 cores)
     amp: bool = False             # bf16 autocast inside quick wins, all together and the loss curves
-    # torch.compile backend, alone and in all together: off, eager, aot_eager or inductor
-    compile: Literal["off", "eager", "aot_eager", "inductor"] = "off"
-    max_batch: int = 64           # largest batch of the sweep (1, 4, 16, ...)
+    compile: CompileMode = "default"  # torch.compile mode of the compiled step: off, default, reduce-overhead, max-autotune
+    backend: Backend = "inductor"     # torch.compile backend of the compiled step: inductor, eager or aot_eager
+    max_batch: int = 16           # largest batch of the sweep (1, 4, 16, ...)
     mem_budget_gb: float = 4.0    # the sweep stops at the first batch whose peak memory exceeds this
     curve_samples: int = 96       # training samples per loss curve
     curve_batch: int = 16         # micro-batch of the batched loss curve
-    rounds: int = 3               # interleaved timing rounds of the ablation (a drifting machine slows all variants alike)
+    rounds: int = 3               # timing rounds of the ablation, each variant in turn (a drifting machine slows all alike)
+    block_s: float = 0.1          # seconds of optimizer steps per timed block (at least one step per block)
 
     def check(self) -> None:
         super().check()
@@ -41,7 +41,8 @@ class LatentWireParams(RunParams):
                      "k_tokens", "accum_steps", "ablation_batch", "max_batch", "curve_samples", "curve_batch", "rounds"):
             require(getattr(self, name) >= 1, f"parameter {name!r} must be >= 1, got {getattr(self, name)}")
         require(self.num_workers >= 0, f"num_workers must be >= 0, got {self.num_workers}")
-        require(self.lr > 0 and self.mem_budget_gb > 0, "parameters 'lr' and 'mem_budget_gb' must be > 0")
+        require(self.lr > 0 and self.mem_budget_gb > 0 and self.block_s > 0,
+                "parameters 'lr', 'mem_budget_gb' and 'block_s' must be > 0")
         require(self.n_examples >= max(self.ablation_batch * self.accum_steps, self.curve_batch, self.max_batch),
                 "parameter 'n_examples' must fill one optimizer step of the largest batch")
         require(self.d_enc % 4 == 0 and self.d_lm % 4 == 0, "d_enc and d_lm must divide by the 4 attention heads")

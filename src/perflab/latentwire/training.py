@@ -16,10 +16,10 @@ import torch
 from . import losses
 from .baseline import BaselineTrainer
 from .batches import PretokenizedCache
-from .common import HISTORY_COLUMNS, unwrap
 from .config import Toggles
 from .optimized import OptimizedTrainer
 from .reference import ce_mean
+from .trainer_base import HISTORY_COLUMNS, unwrap
 
 IMPLS = ("baseline", "optimized")
 

@@ -64,5 +64,16 @@ class TrainerBase:
         self.history = rows
         return rows
 
+    def worker_pids(self) -> list[int]:
+        """Process ids of this trainer's live DataLoader workers (none here)."""
+        return []
+
+    def pause(self) -> None:
+        """Stop this trainer's DataLoader workers until the next step (none here)."""
+
+    def loader_paused(self) -> bool:
+        """Whether the next step starts DataLoader workers (after `pause`)."""
+        return False
+
     def close(self) -> None:
         """Release what the trainer holds beyond the model (DataLoader workers)."""

@@ -1,0 +1,327 @@
+"""The notebook's measurements, declared as data: the ablation variants (baseline, each toggle alone, the
+report's quick wins, all together, the compiled step), how one variant is prepared and timed, the batch sweep,
+the floors (FLOPs per sample against this device's measured matmul throughput), and the parts timed alone
+(one attention layer, the data path, AdamW.step) and the loss curves.
+
+Each variant gets a fresh model from the same seed and a first, untimed step (DataLoader workers start, the
+allocator grows, compile runs) inside the peak-memory, activation-memory and LM-forward counters; then one
+step under `count_launches`, one step to size its timing blocks (`timing.steps_per_block`), and
+`timing.time_rounds` over whole optimizer steps, with only its own DataLoader workers alive.
+samples/s = samples per step / median time per step.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import time
+import warnings
+
+import torch
+
+from ..bench import Measurement, measure, speedup, speedup_range, summary
+from ..env import synchronize
+from ..launches import count_launches
+from ..memory import peak_memory
+from .activations import saved_activations
+from .batches import PretokenizedCache, batch_on_the_fly
+from .config import Toggles
+from .gpt import CausalSelfAttention
+from .model import LatentWire, build_model
+from .optimized import make_loader
+from .params import LatentWireParams
+from .timing import StepTiming, iqr_ratio, steps_per_block, time_rounds
+from .tokenizer import Tokenizer
+from .training import evaluate, make_trainer
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    name: str
+    impl: str = "optimized"
+    toggles: dict = dataclasses.field(default_factory=dict)
+
+
+def variants(p: LatentWireParams) -> list[Variant]:
+    """Baseline, each recommendation alone, the report's quick wins, all together, and all together compiled."""
+    b = p.ablation_batch
+    alone = [Variant("pin_memory", toggles={"pin_memory": True}),
+             Variant("dataloader", toggles={"dataloader": True, "num_workers": p.num_workers}),
+             Variant("pretokenize", toggles={"pretokenize": True}),
+             Variant("grad_accum", toggles={"grad_accum": True}),
+             Variant("batch_size", toggles={"batch_size": b}),
+             Variant("amp_bf16", toggles={"amp": True}),
+             Variant("fused_adamw", toggles={"fused_adamw": True}),
+             Variant("sdpa", toggles={"sdpa": True}),
+             Variant("checkpointing", toggles={"checkpointing": True}),
+             Variant("single_pass", toggles={"single_pass": True}),
+             Variant("no_step_sync", toggles={"no_step_sync": True})]
+    quick = {"pin_memory": True, "batch_size": b, "amp": p.amp, "fused_adamw": True}  # the report's "quick wins"
+    every = dataclasses.asdict(Toggles.all_on(batch_size=b, num_workers=p.num_workers, amp=p.amp))
+    plan = [Variant("baseline", impl="baseline"), *alone, Variant("quick_wins", toggles=quick),
+            Variant("all_together", toggles=every)]
+    if p.compile != "off":
+        plan.append(Variant("compiled", toggles={**every, "compile": p.compile, "compile_backend": p.backend}))
+    return plan
+
+
+@dataclasses.dataclass
+class VariantResult:
+    variant: Variant
+    samples_per_step: int
+    peak_bytes: int                   # perflab.memory.peak_memory over the first step (CUDA allocator / CPU RSS)
+    memory_method: str
+    activation_bytes: int | None      # peak bytes held for backward in the first step (None under compile)
+    lm_forwards_per_micro_batch: float | None  # None under compile (the counter sees eager calls only)
+    first_step_s: float               # the untimed first step: worker start-up and compilation included
+    launches: dict                    # perflab.launches.count_launches over one step (.as_dict())
+    steps_per_block: int              # optimizer steps per timed block
+    timing: StepTiming | None = None  # None until timed
+    measurement: Measurement | None = None
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples_per_step / self.measurement.median
+
+    def samples_per_s_range(self) -> tuple[float, float]:
+        """samples/s at the step time's p80 and p20."""
+        s = summary(self.measurement)
+        return self.samples_per_step / s["p80_s"], self.samples_per_step / s["p20_s"]
+
+    @property
+    def iqr_ratio(self) -> float:
+        return iqr_ratio(self.timing.step_times)
+
+
+def prepare_variant(v: Variant, examples, *, p: LatentWireParams, device, accum_steps: int | None = None):
+    """A fresh model and trainer for `v`: its first step under the memory and LM-forward counters, one step
+    under count_launches, one to size the timing blocks; its DataLoader workers stopped at the end.
+    Returns (trainer, VariantResult without a timing)."""
+    model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
+    trainer = make_trainer(model, examples, impl=v.impl, device=device, lr=p.lr, accum_steps=accum_steps or p.accum_steps,
+                           seed=p.seed, **v.toggles)
+    compiled = v.toggles.get("compile", "off") != "off"  # saved-tensor hooks would change what compile traces
+    try:
+        f0 = model.lm.forward_calls
+        t0 = time.perf_counter()
+        with peak_memory(device) as mem, (contextlib.nullcontext() if compiled else saved_activations(model)) as act:
+            trainer.step()  # also the warm-up: DataLoader workers start, allocator grows, compile runs
+        synchronize(device)
+        first = time.perf_counter() - t0
+        forwards = None if compiled else (model.lm.forward_calls - f0) / trainer.accum_steps
+        with count_launches(device) as launches:
+            trainer.step()
+        if launches.device_type == "cuda" and launches.kernels == 0:  # kineto's errors are silenced (launches.py)
+            warnings.warn("the profiler saw no CUDA kernels in a training step (CUPTI unavailable?)", stacklevel=2)
+        n, _ = steps_per_block(trainer.step, device, p.block_s)
+        trainer.pause()  # no worker pool waits beside the variants prepared or timed after this one
+    except BaseException:
+        trainer.close()
+        raise
+    return trainer, VariantResult(v, trainer.samples_per_step, mem.peak_bytes, mem.method,
+                                  None if compiled else act.peak_bytes, forwards, first, launches.as_dict(), n)
+
+
+def _attach(results: dict, timings: dict, label: str) -> None:
+    for name, r in results.items():
+        r.timing = timings[name]
+        r.measurement = timings[name].measurement(label, name, r.variant.impl)
+
+
+def run_ablation(plan: list[Variant], examples, *, p: LatentWireParams, device,
+                 label: str = "latentwire step") -> dict[str, VariantResult]:
+    """Every variant prepared, then timed in `p.rounds` rounds (timing.time_rounds: each variant in turn,
+    only its own DataLoader workers alive), merged per variant."""
+    trainers, results = {}, {}
+    try:
+        for v in plan:
+            trainers[v.name], results[v.name] = prepare_variant(v, examples, p=p, device=device)
+        timings = time_rounds({k: (trainers[k], results[k].steps_per_block) for k in trainers}, device=device,
+                              rounds=p.rounds, min_time=p.min_run_time, max_time=p.max_run_time)
+    finally:
+        for t in trainers.values():
+            t.close()
+    _attach(results, timings, label)
+    return results
+
+
+def measure_variant(v: Variant, examples, *, p: LatentWireParams, device, label: str = "latentwire step",
+                    accum_steps: int | None = None) -> VariantResult:
+    """One variant alone: `prepare_variant`, timed (one round), closed."""
+    trainer, res = prepare_variant(v, examples, p=p, device=device, accum_steps=accum_steps)
+    try:
+        timings = time_rounds({v.name: (trainer, res.steps_per_block)}, device=device, rounds=1,
+                              min_time=p.min_run_time, max_time=p.max_run_time)
+    finally:
+        trainer.close()
+    _attach({v.name: res}, timings, label)
+    return res
+
+
+def is_oom(err: BaseException) -> bool:
+    return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
+
+
+def batch_sweep(examples, *, p: LatentWireParams, device, toggles: dict, amps=(False,)) -> dict[bool, list]:
+    """{amp: [VariantResult]}: `toggles` at batch 1, 4, 16, ... up to p.max_batch (one micro-batch per step),
+    for each bf16 setting in `amps`, stopping after the first batch whose peak memory passes p.mem_budget_gb
+    or at an out-of-memory error (on CUDA the allocator's peak)."""
+    out = {}
+    for amp in amps:
+        rows, b = [], 1
+        while b <= min(p.max_batch, len(examples)):
+            v = Variant(f"batch={b}{', bf16' if amp else ''}", toggles={**toggles, "batch_size": b, "amp": amp})
+            try:
+                r = measure_variant(v, examples, p=p, device=device, label="batch sweep", accum_steps=1)
+            except RuntimeError as e:
+                if not is_oom(e):
+                    raise
+                torch.cuda.empty_cache()
+                break
+            rows.append(r)
+            if r.peak_bytes > p.mem_budget_gb * 2**30:
+                break
+            b *= 4
+        out[amp] = rows
+    return out
+
+
+def best(rows: list[VariantResult]) -> VariantResult:
+    return max(rows, key=lambda r: r.samples_per_s)
+
+
+def compiled_at(batch: int, examples, *, p: LatentWireParams, device, toggles: dict) -> VariantResult:
+    """The compiled step (`toggles` + p.compile/p.backend, bf16 per p.amp) at one batch, timed like a sweep point."""
+    v = Variant(f"compiled, batch={batch}", toggles={**toggles, "batch_size": batch, "amp": p.amp,
+                                                      "compile": p.compile, "compile_backend": p.backend})
+    return measure_variant(v, examples, p=p, device=device, label="batch sweep", accum_steps=1)
+
+
+def profile_step(v: Variant, examples, *, p: LatentWireParams, device, row_limit: int = 12) -> str:
+    """Where one step of `v` (one micro-batch) spends its time: torch.profiler's table of the ops with the
+    most self time on the device (CUDA kernels on a GPU, host time on a CPU)."""
+    trainer, _ = prepare_variant(v, examples, p=p, device=device, accum_steps=1)
+    cuda = torch.device(device).type == "cuda"
+    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    try:
+        trainer.step()  # its DataLoader workers start again (prepare_variant paused them)
+        synchronize(device)
+        with torch.profiler.profile(activities=acts) as prof:
+            trainer.step()
+            synchronize(device)
+    finally:
+        trainer.close()
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=key, row_limit=row_limit)
+
+
+def dips(rows: list[VariantResult]) -> list[tuple[VariantResult, VariantResult]]:
+    """Consecutive sweep points whose larger batch trains fewer samples/s, beyond noise (the larger batch's
+    p20-p80 samples/s range lies wholly below the smaller one's)."""
+    return [(a, b) for a, b in zip(rows, rows[1:]) if b.samples_per_s_range()[1] < a.samples_per_s_range()[0]]
+
+
+# ---- parts timed alone -----------------------------------------------------------------------------------
+
+def lm_sequence_length(model: LatentWire, examples) -> int:
+    """Positions of the teacher-forced LM input for a typical example (scaffold + M + answer - 1)."""
+    cache = PretokenizedCache.for_model(examples, model.tokenizer, model.cfg)
+    b = cache.batch([0])
+    median_answer = sorted(cache.ans_len)[len(cache) // 2]
+    return b.pre_ids.shape[1] + model.cfg.latent_len + b.post_ids.shape[1] + median_answer - 1
+
+
+def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tuple[float, tuple, list[Measurement]]:
+    """Forward+backward of one LM attention layer, eager softmax(QK^T)V vs scaled_dot_product_attention,
+    at [batch, seq, d_lm]. Returns (gain, (p20/p80 range), [manual, sdpa] measurements)."""
+    cfg = p.model_config()
+    attn = CausalSelfAttention(cfg.d_lm, cfg.lm_heads).to(device)
+    x = torch.randn(batch, seq, cfg.d_lm, device=device, requires_grad=True)
+
+    def run(impl: str):
+        attn.impl = impl
+        attn(x).sum().backward()
+
+    ms = [measure(lambda impl=impl: run(impl), label="attention layer fwd+bwd", sub_label=f"[{batch}, {seq}, {cfg.d_lm}]",
+                  description=impl, min_run_time=p.min_run_time, max_run_time=p.max_run_time, device=device)
+          for impl in ("manual", "sdpa")]
+    return speedup(*ms), speedup_range(*ms), ms
+
+
+def data_path(p: LatentWireParams, examples, device) -> dict:
+    """What the data recommendations can remove, measured directly: preparing one sample on the fly
+    (tokenize bytes, scaffolds and answer, collate, move) vs gathering it from the pre-tokenized cache
+    (and move), and the bytes one sample moves host-to-device."""
+    model_cfg, tok = p.model_config(), Tokenizer()
+    cache = PretokenizedCache.for_model(examples, tok, model_cfg)
+    order = itertools.cycle(range(len(examples)))  # a different example each call, as in training
+    kw = dict(label="data path, one sample", min_run_time=p.min_run_time / 2, max_run_time=p.max_run_time / 2,
+              device=device)
+    fly = measure(lambda: batch_on_the_fly(examples, [next(order)], tok, model_cfg).to(device),
+                  description="tokenize+collate", **kw)
+    gather = measure(lambda: cache.batch([next(order)]).to(device), description="cache", **kw)
+    nbytes = sum(t.numel() * t.element_size() for k, t in cache.batch([0]).tensors().items() if k != "index")
+    out = {"on_the_fly": fly, "cache": gather, "bytes_per_sample": nbytes}
+    if p.num_workers:  # what a non-persistent DataLoader pays at every epoch: start workers, get the first batch
+        loader, _ = make_loader(examples, tok, model_cfg, cache, batch_size=p.ablation_batch, num_workers=p.num_workers,
+                                persistent_workers=False, pin_memory=False, seed=p.seed)
+        out["worker_startup"] = measure(lambda: next(iter(loader)), label="DataLoader first batch",
+                                        description=f"{p.num_workers} worker(s)", min_run_time=p.min_run_time / 2,
+                                        max_run_time=p.max_run_time / 2)
+    return out
+
+
+def optimizer_step(p: LatentWireParams, device) -> tuple[float, list[Measurement]]:
+    """AdamW.step() alone over the trainable parameters: the default kernels vs fused=True."""
+    params = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device).trainable_parameters()
+    for q in params:
+        q.grad = torch.randn_like(q) * 1e-3
+    ms = []
+    for fused in (False, True):
+        opt = torch.optim.AdamW(params, lr=p.lr, **({"fused": True} if fused else {}))
+        ms.append(measure(opt.step, label="AdamW.step", sub_label=f"{len(params)} tensors",
+                          description="fused" if fused else "default", min_run_time=p.min_run_time / 2,
+                          max_run_time=p.max_run_time / 2, device=device))
+    return speedup(*ms), ms
+
+
+# ---- loss curves ------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Curve:
+    name: str
+    samples: list[int]      # samples seen after each step
+    losses: list[float]     # training loss of each step
+    seconds: float          # wall time of the run (device synchronized at the end)
+    heldout: dict           # evaluate() on the held-out examples after the run
+
+
+def loss_curve(name: str, examples, heldout, *, p: LatentWireParams, device, impl: str, toggles: dict) -> Curve:
+    """Train a fresh model (same seed) on `p.curve_samples` samples, one micro-batch per step."""
+    model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
+    trainer = make_trainer(model, examples, impl=impl, device=device, lr=p.lr, accum_steps=1, seed=p.seed, **toggles)
+    steps = max(1, p.curve_samples // trainer.samples_per_step)
+    t0 = time.perf_counter()
+    try:
+        for _ in range(steps):
+            trainer.step()
+        synchronize(device)
+        seconds = time.perf_counter() - t0
+        rows = trainer.losses()
+    finally:
+        trainer.close()
+    per = trainer.samples_per_step
+    return Curve(name, [per * (i + 1) for i in range(steps)], [r[0] for r in rows], seconds,
+                 evaluate(model, heldout, device=device))
+
+
+def curve_runs(p: LatentWireParams) -> list[tuple[str, str, dict]]:
+    """(name, impl, toggles): the baseline; every recommendation at batch 1 in the baseline's sample order
+    (manual indexing), so only numerics differ; and every recommendation at p.curve_batch. Eager: the
+    compiled step's numerics are checked against the eager step in the correctness cell."""
+    same_order = dataclasses.asdict(Toggles.all_on(batch_size=1, amp=p.amp))
+    same_order.update(dataloader=False, num_workers=0)
+    batched = dataclasses.asdict(Toggles.all_on(batch_size=p.curve_batch, num_workers=p.num_workers, amp=p.amp))
+    return [("baseline", "baseline", {}), ("optimized, batch 1", "optimized", same_order),
+            (f"optimized, batch {p.curve_batch}", "optimized", batched)]
+
