@@ -28,3 +28,18 @@ def test_bad_uses_are_refused(tmp_path):
         Measured(1.0, 2.0, 3.0)
     with pytest.raises(ValueError, match="is not one of"):
         ResultsLog(tmp_path / "r.jsonl", study="s", stamp={}).claim("c", seed="", measured="", verdict="sorta")
+
+
+def test_log_claims_logs_every_row_and_the_headline(tmp_path, capsys):
+    from perflab.verdicts import log_claims
+
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    rows = [{"claim": "a", "seed": "2x", "measured": "2.1x", "verdict": "holds", "variant": "v"},
+            {"claim": "b", "seed": "3x", "measured": "1.0x", "verdict": "does not hold"}]
+    log_claims(log, rows, headline="b")
+    claims = log.rows(kind="claim")
+    assert [r["claim"] for r in claims] == ["a", "b"] and claims[0]["variant"] == "v"
+    assert log.rows(kind="note")[0]["text"] == "b: 1.0x [does not hold]"
+    assert "[holds] a" in capsys.readouterr().out
+    with pytest.raises(KeyError, match="no claim 'c'"):
+        log_claims(log, rows, headline="c")

@@ -58,3 +58,18 @@ def judge(m: Measured | None, *, at_least: float | None = None, at_most: float |
     if m.low > at_most:
         return "partly holds" if partly is not None and m.value <= partly else "does not hold"
     return "within noise"
+
+
+def log_claims(log, rows: list[dict], *, headline: str | None = None) -> None:
+    """Log each claim row ({"claim", "seed", "measured", "verdict"}, plus "variant" when present) with
+    `log.claim`, print it, and make the row named `headline` the study's one-line finding at the top of
+    `perflab report` (`log.headline`)."""
+    for r in rows:
+        extra = {"variant": r["variant"]} if r.get("variant") not in (None, "-") else {}
+        log.claim(r["claim"], seed=r["seed"], measured=r["measured"], verdict=r["verdict"], **extra)
+        print(f"[{r['verdict']}] {r['claim']}\n    seed: {r['seed']}\n    here: {r['measured']}")
+    if headline is not None:
+        hit = [r for r in rows if r["claim"] == headline]
+        if not hit:
+            raise KeyError(f"no claim {headline!r} to headline; claims: {[r['claim'] for r in rows]}")
+        log.headline(f"{hit[0]['claim']}: {hit[0]['measured']} [{hit[0]['verdict']}]")

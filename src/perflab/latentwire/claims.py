@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..bench import speedup, speedup_range, summary
-from ..verdicts import Measured, judge
+from ..verdicts import Measured, judge, log_claims
 
 MIN_GAIN = 1.05       # below this a ratio is within this study's noise on a shared CPU
 MIN_OVERHEAD = 0.02   # a share of the step below this is not worth a change
@@ -224,9 +224,9 @@ def assess(results: dict, extra: dict, device_type: str, accum_steps: int) -> li
     return rows
 
 
-def print_claims(rows: list[dict]) -> None:
-    for row in rows:
-        print(f"{row['claim']} [{row['verdict']}]\n  report:   {row['seed']}\n  measured: {row['measured']}")
+def report(run, rows: list[dict]) -> None:
+    """Log every claim and print it; "all" (every recommendation together against the baseline) leads the report."""
+    log_claims(run.log, rows, headline="all")
 
 
 def claimed_by_variant() -> dict[str, str]:

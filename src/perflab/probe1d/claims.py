@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..verdicts import Measured, judge
+from ..verdicts import Measured, judge, log_claims
 
 # The seed's job (research note, "Real scale"): ADE20K, ~2.25e9 nonzeros, 151 classes, 100 iterations,
 # slabs of 8 classes at ~35 s per LM iteration on an A100 -> 19 slabs x 100 iterations ~ 18 h.
@@ -113,11 +113,10 @@ def row(claim: Claim, m: Measured | None, sentence: str, device_type: str) -> di
     return {"claim": claim.key, "seed": f"{claim.text} [{claim.claimed}]", "verdict": v, "measured": sentence}
 
 
-def report(run, rows: list[dict]) -> None:
-    """Log every claim (run.log.claim) and print it: verdict, the seed's words, what this run measured."""
-    for r in rows:
-        run.log.claim(r["claim"], seed=r["seed"], measured=r["measured"], verdict=r["verdict"])
-        print(f"[{r['verdict']}] {r['claim']}\n    seed: {r['seed']}\n    here: {r['measured']}")
+def report(run, rows: list[dict], headline: str | None = None) -> None:
+    """Log every claim and print it: verdict, the seed's words, what this run measured; `headline` names the
+    claim that leads the run's report."""
+    log_claims(run.log, rows, headline=headline)
 
 
 # ---- notebook 01 ------------------------------------------------------------------------------------------
