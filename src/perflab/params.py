@@ -229,15 +229,21 @@ def parse_value(raw: str, tp: Any = None) -> Any:
     return raw
 
 
-def parse_assignment(text: str, schema=None) -> tuple[str, Any]:
-    """'batch=512' -> ('batch', 512). With `schema`, the value is typed by the field's type (see
-    `parse_value`); an unknown name is left for `validate` to refuse, with its suggestion."""
+def split_assignment(text: str) -> tuple[str, str]:
+    """'batch=512' -> ('batch', '512'): the name checked, the value as written."""
     if "=" not in text:
         raise ParameterError(f"expected key=value, got {text!r}")
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key.isidentifier():
         raise ParameterError(f"{text!r}: {key!r} is not a parameter name")
+    return key, raw
+
+
+def parse_assignment(text: str, schema=None) -> tuple[str, Any]:
+    """'batch=512' -> ('batch', 512). With `schema`, the value is typed by the field's type (see
+    `parse_value`); an unknown name is left for `validate` to refuse, with its suggestion."""
+    key, raw = split_assignment(text)
     tp = _hints(schema).get(key) if schema is not None else None
     return key, parse_value(raw, tp)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import notebooks as nbs
-from .params import ParameterError, parse_assignment, validate
+from .params import ParameterError, parse_assignment, split_assignment, validate
 from .results import read_rows
 from .studies import schema_for
 
@@ -48,12 +48,10 @@ def parse_grid(specs: list[str], schema=None) -> dict[str, list]:
     `-p` types it (by the schema's field type when `schema` is given)."""
     grid: dict[str, list] = {}
     for spec in specs:
-        if "=" not in spec:
-            raise SweepError(f"--grid {spec!r}: expected key=v1,v2,...")
-        key, raw = spec.split("=", 1)
-        key = key.strip()
-        if not key.isidentifier():
-            raise SweepError(f"--grid {spec!r}: {key!r} is not a parameter name")
+        try:
+            key, raw = split_assignment(spec)
+        except ParameterError as e:
+            raise SweepError(f"--grid {spec!r}: expected key=v1,v2,... ({e})") from None
         if key in grid:
             raise SweepError(f"--grid {key!r} is given twice")
         items = raw.split(",")

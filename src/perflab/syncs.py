@@ -65,18 +65,21 @@ def _has_bool_index(index) -> bool:
     return any(isinstance(i, T) and i.dtype == torch.bool for i in idx)
 
 
-def _to_host(args, kwargs) -> bool:
-    """True when Tensor.to(...) moves a non-CPU tensor to the CPU."""
-    src = args[0]
-    if src.device.type == "cpu":
-        return False
+def _target(args, kwargs) -> torch.device | None:
+    """The device a Tensor.to(...) / copy call names, or None when it names none."""
     target = kwargs.get("device")
     for a in args[1:]:
         if isinstance(a, (str, torch.device)):
             target = a
         elif isinstance(a, T):
             target = a.device
-    return target is not None and torch.device(target).type == "cpu"
+    return torch.device(target) if target is not None else None
+
+
+def _to_host(args, kwargs) -> bool:
+    """True when Tensor.to(...) moves a non-CPU tensor to the CPU."""
+    target = _target(args, kwargs)
+    return args[0].device.type != "cpu" and target is not None and target.type == "cpu"
 
 
 # Tensors built from Python data: on a device, a blocking copy from pageable host memory.
@@ -85,16 +88,10 @@ _FROM_HOST_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
 
 def _from_host(args, kwargs) -> bool:
     """True when a copy to a device reads a host tensor without non_blocking (.to, .cuda)."""
-    src = args[0]
-    if src.device.type != "cpu" or kwargs.get("non_blocking") or any(a is True for a in args[2:]):
+    if args[0].device.type != "cpu" or kwargs.get("non_blocking") or any(a is True for a in args[2:]):
         return False
-    target = kwargs.get("device")
-    for a in args[1:]:
-        if isinstance(a, (str, torch.device)):
-            target = a
-        elif isinstance(a, T):
-            target = a.device
-    return target is not None and torch.device(target).type not in ("cpu", "meta")
+    target = _target(args, kwargs)
+    return target is not None and target.type not in ("cpu", "meta")
 
 
 def _classify(func, args, kwargs) -> str | None:
