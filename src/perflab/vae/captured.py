@@ -29,7 +29,9 @@ kernels would). The Adam update: eagerly the fused kernel, as in the optimized s
 foreach form of the same update (the fused one is not traceable), which inductor fuses into the step's
 graph, its bias corrections in float32 tensors where the fused kernel uses host doubles. With compile "off"
 the step runs the optimized step's own kernels (bit for bit on a CPU); compiled, fused kernels sum in
-another order and Adam's scalars round in float32, so the curves agree to rounding.
+another order and Adam's scalars round in float32, so the curves agree to rounding. (On a CPU the traced update
+is slower than the fused kernel: inductor's C++ code recomputes the bias corrections for every vector of
+parameters; it saves two dispatched ops per step there, and on a GPU the update is inside the replay either way.)
 
 What a compiled step still dispatches on a CPU (`perflab.launches` counts it): one compiled-graph call, and the
 aten calls inductor's C++ code makes from inside it: every matmul (its C++ GEMM template needs weights that
