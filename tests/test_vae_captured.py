@@ -1,6 +1,6 @@
 """The captured step: the optimized step's math (bit for bit in its eager form, to rounding compiled), no host
-sync inside, far fewer launches than the baseline, and a clear error for a batch it was not captured for.
-One inductor compile for the whole module (the `compiled` fixture)."""
+sync inside, the whole step one compiled graph with ~8x fewer ops dispatched than the baseline on a CPU, and a
+clear error for a batch it was not captured for. One inductor compile for the whole module (`compiled`)."""
 import pytest
 import torch
 
@@ -49,10 +49,11 @@ def compiled(batches):
 
 def test_compiled_step_equals_the_optimized_step(compiled, optimized):
     tr, log, cc = compiled
-    assert cc.compiles == 1 and cc.recompiles == 0 and cc.graphs == 1  # forward, losses, metric write: one graph
+    assert cc.compiles == 1 and cc.recompiles == 0 and cc.graphs == 1  # forward to Adam: one graph
     opt_log, opt_model = optimized
-    # inductor's fused kernels sum in another order than eager's: float32 rounding (~1e-7 relative), which Adam
-    # carries into the weights; 1e-5 leaves room. Other dropout masks or noise differ by 1e-3 from the first step.
+    # inductor's fused kernels sum in another order than eager's, and the traced Adam computes its bias corrections
+    # in float32 where the fused kernel uses doubles: rounding (~1e-7 relative per step), which Adam carries into
+    # the weights; 1e-5 leaves room. Other dropout masks or noise differ by 1e-3 from the first step.
     for p, q in zip(opt_model.parameters(), tr.model.parameters()):
         torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
     for k in ("loss", "nll", "kl", "sep"):
@@ -72,15 +73,21 @@ def test_eager_form_is_bit_identical_to_the_optimized_step(batches, optimized):
 
 def test_launches_baseline_vs_captured(batches, compiled):
     tr, _, _ = compiled
-    base, b = count_step_launches(trainer(step_config("baseline"), **KW), batches[:4])
-    cap, c = count_step_launches(tr, batches[:4])
-    assert c.graph_calls == 2 * 4                         # per step: the forward graph and its backward graph
-    assert c.by_op["aten::copy_"] == 2 * 4                # per step: x and y into the static buffers
-    assert c.by_op["aten::_fused_adam_"] == 4             # one fused update for all parameters
-    assert c.by_op["aten::detach"] == 4 * sum(1 for _ in tr.model.parameters())  # autograd's hand-over per grad
-    # the CPU proxy: the baseline dispatches ~4x the captured step's ops (the issue's 10x is missed on a CPU,
-    # where inductor leaves matmuls and aten's RNG to aten: the notebook shows the breakdown)
-    assert base >= 200 and cap <= 60 and base >= 4 * cap
+    steps = 4
+    base, _ = count_step_launches(trainer(step_config("baseline"), **KW), batches[:steps])
+    cap, c = count_step_launches(tr, batches[:steps])
+    ops = c.by_op
+    assert c.graph_calls == steps                         # the whole step, backward and Adam included: one graph
+    # what inductor's C++ code hands to aten from inside the graph, per step: the 22 matmuls (forward 6, the
+    # no_grad encoder pass 3, separability 2, backward 11), the 7 random draws kept in aten for the same masks
+    # (6 dropouts, the noise), the remap's cumsum; nothing between graphs (no copies, grad hand-overs or Adam)
+    assert ops["aten::mm"] + ops["aten::addmm"] == 22 * steps
+    assert ops["aten::native_dropout"] == 6 * steps and ops["aten::randn_like"] == steps
+    assert ops["aten::cumsum"] == steps
+    assert c.total - (22 + 7 + 1 + 1) * steps <= 2        # the rest: the metric ring's one read (tolist)
+    # the CPU proxy: 248 -> 31 per step, ~8x; the issue's 10x is out of reach while the matmuls and the draws stay
+    # aten calls (module doc of perflab.vae.captured; the notebook prints the breakdown)
+    assert base == 248 and 7.5 * cap <= base < 10 * cap
 
 
 def test_no_host_sync_inside_the_step(batches):
@@ -137,20 +144,25 @@ def test_only_sync_free_steps_can_be_captured():
 
 
 @pytest.mark.gpu
-def test_cuda_one_replay_per_step_same_math_no_sync():
+@pytest.mark.parametrize("compile", ["off", "default"])
+def test_cuda_one_replay_per_step_same_math_no_sync(compile):
     dev = torch.device("cuda")
     data = make_batches(8, batch=64, group=1, seed=0, per_kind=12, device=dev)
     kw = dict(KW, device=dev)
     ref = trainer(SC, **kw)
     ref.epoch(data)
-    tr = trainer(Captured(SC, compile="off"), **kw)
+    torch._dynamo.reset()
+    tr = trainer(Captured(SC, compile=compile), **kw)
     tr.epoch(data)
-    # the replay runs the optimized step's own kernels with the same Philox offsets: rounding at most
+    # "off": the replay runs the optimized step's own kernels with the same Philox offsets: rounding at most;
+    # "default": inductor's kernels and the traced Adam (float32 scalars) in the replay: rounding, carried by Adam
+    rtol, atol = (1e-5, 1e-6) if compile == "off" else (1e-4, 1e-5)
     for p, q in zip(ref.model.parameters(), tr.model.parameters()):
-        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(q, p, rtol=rtol, atol=atol)
     with count_launches() as c, assert_no_host_syncs(cuda_debug=True) as s:
         for x, y in data[:4]:
             tr(x, y)
     assert c.runtime_launches <= 3 * 4 and c.kernels > 4 * 20 and s.cuda_debug_warnings == 0
     with pytest.raises(ValueError, match="captured for"):
         tr(*[t[:32] for t in data[0]])
+    torch._dynamo.reset()

@@ -5,34 +5,45 @@
 
 What the optimized step removed (host syncs) was the precondition; what stays is ~300 small kernels per step,
 each launched from Python (the H100 run: ~6.2 ms per step at any batch from 16 to 16384, launch-bound). Here:
-- static buffers: each batch is copied into the same `x`, `y` tensors; the schedule's step counter, the metric
-  ring and its write slot live on the device too, so nothing in the step reads or passes a host value;
-- one function holds forward, losses and the metric write (`_losses`); the body adds backward and a capturable
-  fused Adam update (`_body`);
-- on CUDA the whole body is recorded once with `torch.cuda.graph` (after warm-up steps whose effects are undone)
-  and each step is two input copies and one `graph.replay()`; a host sync inside would fail the capture;
-- `compile` (a torch.compile mode) picks the kernels inside: "off" eager aten kernels, else inductor's. On
-  CPU, where there is no graph to record, the compiled function runs each step, so CI runs the same code.
+- the schedule's step counter, the metric ring and its write slot live on the device, so nothing in the step
+  reads or passes a host value;
+- one function is the whole step (`_step`): forward, losses, the metric write, backward and the Adam update;
+- `compile` (a torch.compile mode) picks how it runs: "off" eagerly, the optimized step's own aten kernels;
+  otherwise dynamo traces all of it, `loss.backward()` included (`trace_autograd_ops`), into one graph that
+  inductor compiles (`fullgraph=True`: a host read or a graph break anywhere in the step is refused);
+- on CUDA that step is recorded once with `torch.cuda.graph` over static input buffers (after warm-up steps
+  whose effects are undone): each step is two input copies and one `graph.replay()`; a host sync inside would
+  fail the recording. On a CPU there is no graph to record: the compiled function is called on the batch.
 
-Why `torch.cuda.graph` and not `torch.compile(mode="reduce-overhead")`: reduce-overhead records one CUDA graph
-per compiled graph, and AOTAutograd splits a training step into a forward and a backward graph, with the
-optimizer outside both: three launches or more per step with Python (the autograd engine) between them. Recording
-the body by hand puts forward, backward and the Adam update into one replay. Inductor's own CUDA graphs are turned
-off inside (they would split our graph again); its kernels stay, so "reduce-overhead" gives the kernels of
-"default" here, and "max-autotune" its tuned ones.
+Why `torch.cuda.graph` and not `torch.compile(mode="reduce-overhead")`, now that the step is one compiled graph:
+inductor records its CUDA graph only for a graph that mutates nothing but parameters and inputs marked static,
+and this step also updates Adam's state, the metric ring and the step counter; recording by hand needs no such
+marking and says what is recorded. Inductor's own CUDA graphs are turned off inside; its kernels stay, so
+"reduce-overhead" gives the kernels of "default" here, and "max-autotune" its tuned ones.
 
 Same math as the optimized step: the same ops in the same order; the schedule's weights come from the device
 step counter (int64) in float64 arithmetic, cast to float32, as the host's Python floats are; randomness is
 drawn by aten's own RNG ops (inductor's `fallback_random`), in the same order from the same generator, so the
 same seed gives the same dropout masks and noise (on CUDA each replay advances the Philox offset as the eager
-kernels would). With compile "off" the step runs the optimized step's own kernels (bit for bit on a CPU);
-inductor's fused kernels round differently (sums in another order), so compiled curves agree to rounding.
+kernels would). The Adam update: eagerly the fused kernel, as in the optimized step; traced, torch.optim's
+foreach form of the same update (the fused one is not traceable), which inductor fuses into the step's
+graph, its bias corrections in float32 tensors where the fused kernel uses host doubles. With compile "off"
+the step runs the optimized step's own kernels (bit for bit on a CPU); compiled, fused kernels sum in
+another order and Adam's scalars round in float32, so the curves agree to rounding. (On a CPU the traced update
+is slower than the fused kernel: inductor's C++ code recomputes the bias corrections for every vector of
+parameters; it saves two dispatched ops per step there, and on a GPU the update is inside the replay either way.)
+
+What a compiled step still dispatches on a CPU (`perflab.launches` counts it): one compiled-graph call, and the
+aten calls inductor's C++ code makes from inside it: every matmul (its C++ GEMM template needs weights that
+are constants, i.e. frozen inference graphs, not weights a training step updates), the random draws kept in
+aten for the same masks, and the labels' cumulative sum (no scan in the C++ backend).
 """
 from __future__ import annotations
 
 import dataclasses
 
 import torch
+from torch.optim.adam import adam
 from tqdm import tqdm
 
 from ..compiles import compile_kwargs
@@ -61,7 +72,7 @@ class Captured:
 
 
 def inductor_options(compile: CompileMode, backend: Backend, device_type: str) -> dict | None:
-    """`torch.compile` keywords for the captured step's `_losses` (None: eager)."""
+    """`torch.compile` keywords for the captured step's `_step` (None: eager)."""
     from torch._inductor import list_mode_options
 
     kw = compile_kwargs(compile, backend)
@@ -72,6 +83,39 @@ def inductor_options(compile: CompileMode, backend: Backend, device_type: str) -
     if device_type == "cuda":
         options["triton.cudagraphs"] = False  # the whole step is one graph recorded here: no graphs inside it
     return kw | {"options": options}
+
+
+def check_adam(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    """What the step's two Adam forms assume: a fused torch.optim.Adam without amsgrad; capturable on CUDA."""
+    groups = optimizer.param_groups
+    if not isinstance(optimizer, torch.optim.Adam) or not all(g["fused"] and not g["amsgrad"] for g in groups):
+        raise ValueError("a captured step needs a fused Adam without amsgrad: make_optimizer(model, capturable=True)")
+    if device.type == "cuda" and not all(g["capturable"] for g in groups):
+        raise ValueError("a captured step needs a capturable optimizer: make_optimizer(model, capturable=True)")
+
+
+def init_adam_state(optimizer: torch.optim.Adam) -> None:
+    """Adam's state as its first step would create it (fused: zeros, and a float32 step count on the parameter's
+    device); a parameter that has state keeps it."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if not optimizer.state[p]:
+                optimizer.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=p.device),
+                                      "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                                      "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+
+
+@torch.no_grad()
+def traced_adam(optimizer: torch.optim.Adam) -> None:
+    """The same Adam update in torch.optim's traceable form (foreach, capturable: its scalars are device tensors),
+    on the optimizer's own state; inside a compiled step inductor fuses it into the step's graph."""
+    for g in optimizer.param_groups:
+        params = [p for p in g["params"] if p.grad is not None]
+        state = [optimizer.state[p] for p in params]
+        adam(params, [p.grad for p in params], [s["exp_avg"] for s in state], [s["exp_avg_sq"] for s in state], [],
+             [s["step"] for s in state], foreach=True, capturable=True, amsgrad=False, beta1=g["betas"][0],
+             beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"], eps=g["eps"], maximize=g["maximize"],
+             decoupled_weight_decay=g["decoupled_weight_decay"])
 
 
 class _Ring:
@@ -108,94 +152,105 @@ class CapturedStep:
         impl.check()
         self.model, self.optimizer, self.impl, self.train = model, optimizer, impl, train
         self.device = next(model.parameters()).device
-        if self.device.type == "cuda" and not all(g.get("capturable") for g in optimizer.param_groups):
-            raise ValueError("a captured step needs a capturable optimizer: make_optimizer(model, capturable=True)")
+        check_adam(optimizer, self.device)
+        init_adam_state(optimizer)  # the traced update reads the state: it must exist before the first trace
         self.step = start_step                                             # the host's step count
         # int64: dynamo treats a 0-d float64 tensor as a constant and drops its in-place update (torch 2.13)
         self.step_t = torch.full((), start_step, dtype=torch.long, device=self.device)
         self.ring = _Ring(impl.step.log_every, self.device)
-        self.x = self.y = None                                             # static inputs, shaped at the first call
+        self.shapes: tuple | None = None                                   # (x, y) shapes, fixed at the first call
+        self.x = self.y = None                                             # CUDA: the recorded graph's inputs
         kw = inductor_options(impl.compile, impl.backend, self.device.type)
-        # one graph for forward, losses and the metric write: a host read inside would fail fullgraph
-        self.losses = self._losses if kw is None else torch.compile(self._losses, fullgraph=True, **kw)
+        # the whole step, backward and Adam included, as one graph: a host read inside would fail fullgraph
+        self.compiled = None if kw is None else torch.compile(self._step, fullgraph=True, **kw)
         self.graph: torch.cuda.CUDAGraph | None = None
 
-    # ---- the step, as recorded -------------------------------------------------------------------
-    def _losses(self) -> torch.Tensor:
-        v = step_losses(self.model, self.x, self.y, self.step_t, self.impl.step, self.train)
+    # ---- the step, as compiled and recorded -----------------------------------------------------
+    def _losses(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        v = step_losses(self.model, x, y, self.step_t, self.impl.step, self.train)
         row = torch.stack([v[k].detach().to(self.ring.buf.dtype) for k in ROW])      # [5]
         self.ring.buf.index_copy_(0, self.ring.slot.view(1), row.view(1, -1))   # row `slot`, no host index
         self.ring.slot.copy_((self.ring.slot + 1) % len(self.ring.buf))
         self.step_t.add_(1)
         return v["loss"]
 
-    def _body(self) -> None:
+    def _step(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """Forward, losses, metric write, backward, Adam: one function, run eagerly or traced as one graph."""
+        self._losses(x, y).backward()
+        if torch.compiler.is_compiling():
+            traced_adam(self.optimizer)  # fused Adam is not traceable (a graph break): its foreach form, in-graph
+        else:
+            self.optimizer.step()        # eager: the fused kernel of the optimized step
+
+    def _body(self, x: torch.Tensor, y: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)  # no kernel: backward writes fresh grads (in a graph: its own)
-        self.losses().backward()
-        self.optimizer.step()
+        if self.compiled is None:
+            self._step(x, y)
+        else:
+            with torch._dynamo.config.patch(trace_autograd_ops=True):  # dynamo traces backward into the graph
+                self.compiled(x, y)
 
     # ---- the host's side -------------------------------------------------------------------------
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        """One training step on (x [B, D], y [B]): copy into the static inputs, replay (CUDA) or run (CPU)."""
+        """One training step on (x [B, D], y [B]): on CUDA copy into the static inputs and replay; on a CPU run
+        the step on the batch itself (no recorded graph reads fixed addresses there)."""
         self._check(x, y)
-        self.x.copy_(x)
-        self.y.copy_(y)
         if self.device.type != "cuda":
-            self._body()
+            self._body(x, y)
         else:
             if self.graph is None:
-                self.graph = self._record()
+                self.graph = self._record(x, y)  # its static inputs self.x, self.y hold this batch
+            else:
+                self.x.copy_(x)
+                self.y.copy_(y)
             self.graph.replay()
         self.ring.advance()
         self.step += 1
 
     def _check(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        """Shapes, dtypes and devices against the static inputs (host metadata only: no sync)."""
+        """Shapes, dtypes and devices against the first batch's (host metadata only: no sync)."""
         check_batch(x, y, self.model.cfg.input_dim, self.step)
-        if self.x is None:
-            self.x = torch.zeros(x.shape, dtype=torch.float32, device=self.device)
-            self.y = torch.zeros(y.shape, dtype=torch.long, device=self.device)
-        for name, got, want in (("x", x, self.x), ("y", y, self.y)):
-            if got.shape != want.shape or got.dtype != want.dtype or got.device != want.device:
+        if self.shapes is None:
+            self.shapes = (x.shape, y.shape)
+        for name, got, shape, dtype in (("x", x, self.shapes[0], torch.float32), ("y", y, self.shapes[1], torch.long)):
+            if got.shape != shape or got.dtype != dtype or got.device != self.device:
                 raise ValueError(
                     f"step {self.step}: {name} is {tuple(got.shape)} {got.dtype} on {got.device}, but this step was "
-                    f"captured for {tuple(want.shape)} {want.dtype} on {want.device}; a captured step replays fixed "
+                    f"captured for {tuple(shape)} {dtype} on {self.device}; a captured step replays fixed "
                     f"shapes: build another CapturedStep for another batch size (nothing was run)")
 
-    def _record(self) -> torch.cuda.CUDAGraph:
-        """Warm up on a side stream (compiles, cuBLAS workspaces, Adam's state), undo the warm-up's effects
-        (weights, Adam state, RNG, counters), then record `_body` once."""
+    def _record(self, x: torch.Tensor, y: torch.Tensor) -> torch.cuda.CUDAGraph:
+        """Copy (x, y) into new static inputs, warm up on a side stream (compiles, cuBLAS workspaces), undo the
+        warm-up's effects (weights, Adam state, RNG, counters), then record `_body` once over the static inputs."""
+        self.x, self.y = x.clone(), y.clone()
         saved = self._save()
         with torch.random.fork_rng(devices=[self.device]):  # the warm-up's draws are not the run's
             side = torch.cuda.Stream(self.device)
             side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(side):
                 for _ in range(self.impl.warmup):
-                    self._body()
+                    self._body(self.x, self.y)
             torch.cuda.current_stream(self.device).wait_stream(side)
         self._restore(saved)
         self.optimizer.zero_grad(set_to_none=True)  # backward in the graph allocates the grads it rewrites each replay
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self._body()
+            self._body(self.x, self.y)
         return graph
 
     def _save(self) -> dict:
-        state = {id(t): t.detach().clone() for st in self.optimizer.state.values() for t in st.values()
-                 if torch.is_tensor(t)}
+        state = [t.detach().clone() for st in self.optimizer.state.values() for t in st.values()]
         return {"params": [p.detach().clone() for p in self.model.parameters()], "state": state,
                 "step_t": self.step_t.clone()}
 
     @torch.no_grad()
     def _restore(self, saved: dict) -> None:
-        """In place (the recorded graph keeps these addresses). Adam's state created by the warm-up is zeroed:
-        a fresh Adam state is all zeros, its step count included."""
+        """In place (the recorded graph keeps these addresses); Adam's state existed before the warm-up
+        (`init_adam_state`), so the same tensors are restored."""
         for p, before in zip(self.model.parameters(), saved["params"]):
             p.copy_(before)
-        for st in self.optimizer.state.values():
-            for t in st.values():
-                if torch.is_tensor(t):
-                    t.copy_(saved["state"][id(t)]) if id(t) in saved["state"] else t.zero_()
+        for t, before in zip((t for st in self.optimizer.state.values() for t in st.values()), saved["state"]):
+            t.copy_(before)
         self.step_t.copy_(saved["step_t"])
         self.ring.slot.fill_(self.ring.pos)
 

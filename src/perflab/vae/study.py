@@ -118,13 +118,15 @@ def count_step_launches(tr: EagerTrainer | CapturedStep, batches) -> tuple[float
 
 
 # What each op dispatched in a CPU step is, by name (the rest: elementwise ops, reductions, views, reads)
+MATMULS, DRAWS, GRAPH_CALLS = "matmuls (aten BLAS calls)", "random draws (aten RNG)", "compiled-graph calls"
 LAUNCH_KINDS = {
-    "matmuls (aten BLAS calls)": ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::t"),
-    "random draws (aten RNG)": ("aten::dropout", "aten::native_dropout", "aten::randn_like", "aten::bernoulli_"),
+    MATMULS: ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::t"),
+    DRAWS: ("aten::dropout", "aten::native_dropout", "aten::randn_like", "aten::bernoulli_"),
     "detach (autograd hands over each gradient; metrics)": ("aten::detach", "aten::detach_"),
-    "compiled-graph calls": ("compiled graph",),
-    "Adam (fused) and its step count": ("aten::_fused_adam_", "aten::_foreach_add_"),
-    "copies (captured: the batch into the static inputs)": ("aten::copy_",),
+    GRAPH_CALLS: ("compiled graph",),
+    "Adam, eager (the fused kernel and its step count)": ("aten::_fused_adam_", "aten::_foreach_add_"),
+    "copies (metric writes)": ("aten::copy_",),
+    "cumsum (the remap's ranks: no scan in inductor's C++ code)": ("aten::cumsum",),
 }
 
 
