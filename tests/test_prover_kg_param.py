@@ -100,3 +100,26 @@ def test_on_family_the_real_graph_claims_are_not_tested():
     rows = claims.assess([c for c in claims.EVAL_CLAIMS if c.key in ("kg_mrr", "nations_100k")],
                          claims.measure_real_graph("family", None, "cpu"), "cpu")
     assert [r["verdict"] for r in rows] == ["not tested here"] * 2 and "kg=family" in rows[0]["measured"]
+
+
+def test_a_proof_scores_log_of_each_rule_weight_it_uses():
+    import dataclasses
+    import math
+
+    import torch
+
+    from perflab.prover.data import family_kg
+    from perflab.prover.ranking import corruptions
+    from perflab.prover.rollout import rollout
+    from perflab.prover.step import GreedyStep
+
+    kg = family_kg(n_families=2, seed=1)                                  # its own rules: weight 1, log 0
+    half = dataclasses.replace(kg, rules=[dataclasses.replace(r, weight=0.5) for r in kg.rules])
+    cands = corruptions(kg, kg.queries["test"][:8], 3, "both", seed=0).flat()
+    policy = make_policy(kg, seed=0)                                      # the same policy: the same choices
+    with torch.inference_mode():
+        a, b = (rollout(GreedyStep(UnificationEngine(g, max_derived=12), policy, 6), cands, 16, "full") for g in (kg, half))
+    assert torch.equal(a.steps, b.steps) and torch.equal(a.proven, b.proven)
+    uses = (b.score - a.score) / math.log(0.5)                             # rules applied along each path
+    torch.testing.assert_close(uses, uses.round(), atol=1e-4, rtol=0)     # float32 sums of a few log-probs
+    assert bool((uses.round() >= 0).all() & (uses.round() <= b.steps).all()) and int(uses.round().max()) >= 1

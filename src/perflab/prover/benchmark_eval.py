@@ -9,8 +9,11 @@ Protocol, as Rocktäschel & Riedel 2017 state it (section 5) and their code runs
 github.com/uclnlp/ntp): each test triple (h, r, t) is ranked twice, once against every (e, r, t) and once against
 every (h, r, e) over all entities e, leaving out every corruption that is a known triple of any split (train,
 valid or test: `KnowledgeGraph.true_set`; NTP filters against the whole KB file). MRR and Hits@k are means over
-the 2Q ranks. A candidate's score is the sum of the log-probabilities of the greedy proof the policy finds, and
-`fail_score` (-100) when the proof fails (the existing `evaluate_with_corruptions`, given these candidates).
+the 2Q ranks. A candidate's score is the sum of the log-probabilities of the greedy proof the policy finds plus
+log(confidence) of each mined rule the proof applies (`step.GreedyStep`: a proof through confident rules ranks
+above one through weak rules; on Kinship, 24 test triples at the CPU defaults, MRR 0.416 -> 0.452, 100 triples
+0.361 -> 0.387; UMLS and Nations unchanged), and `fail_score` (-100) when the proof fails (the existing
+`evaluate_with_corruptions`, given these candidates).
 
 Ties. A symbolic prover ties a lot: every candidate it cannot prove gets the same fail_score, so a positive
 the prover cannot prove ties with most negatives. The rank reported is the mean of the optimistic and the
