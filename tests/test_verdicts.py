@@ -35,11 +35,13 @@ def test_log_claims_logs_every_row_and_the_headline(tmp_path, capsys):
 
     log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
     rows = [{"claim": "a", "seed": "2x", "measured": "2.1x", "verdict": "holds", "variant": "v"},
-            {"claim": "b", "seed": "3x", "measured": "1.0x", "verdict": "does not hold"}]
+            {"claim": "b", "seed": "3x", "measured": "1.0x", "verdict": "does not hold", "source": "seed 002"}]
     log_claims(log, rows, headline="b")
     claims = log.rows(kind="claim")
-    assert [r["claim"] for r in claims] == ["a", "b"] and claims[0]["variant"] == "v"
+    assert [r["claim"] for r in claims] == ["a", "b"] and claims[0]["variant"] == "v" and "source" not in claims[0]
+    assert claims[1]["source"] == "seed 002" and "variant" not in claims[1]
     assert log.rows(kind="note")[0]["text"] == "b: 1.0x [does not hold]"
-    assert "[holds] a" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[holds] a\n" in out and "[does not hold] b (seed 002)\n" in out
     with pytest.raises(KeyError, match="no claim 'c'"):
         log_claims(log, rows, headline="c")

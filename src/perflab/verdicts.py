@@ -61,13 +61,14 @@ def judge(m: Measured | None, *, at_least: float | None = None, at_most: float |
 
 
 def log_claims(log, rows: list[dict], *, headline: str | None = None) -> None:
-    """Log each claim row ({"claim", "seed", "measured", "verdict"}, plus "variant" when present) with
-    `log.claim`, print it, and make the row named `headline` the study's one-line finding at the top of
+    """Log each claim row ({"claim", "seed", "measured", "verdict"}, plus "variant" and "source" when present)
+    with `log.claim`, print it, and make the row named `headline` the study's one-line finding at the top of
     `perflab report` (`log.headline`)."""
     for r in rows:
-        extra = {"variant": r["variant"]} if r.get("variant") not in (None, "-") else {}
+        extra = {k: r[k] for k in ("variant", "source") if r.get(k) not in (None, "-", "")}
         log.claim(r["claim"], seed=r["seed"], measured=r["measured"], verdict=r["verdict"], **extra)
-        print(f"[{r['verdict']}] {r['claim']}\n    seed: {r['seed']}\n    here: {r['measured']}")
+        where = f" ({extra['source']})" if "source" in extra else ""
+        print(f"[{r['verdict']}] {r['claim']}{where}\n    seed: {r['seed']}\n    here: {r['measured']}")
     if headline is not None:
         hit = [r for r in rows if r["claim"] == headline]
         if not hit:
