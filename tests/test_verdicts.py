@@ -35,11 +35,24 @@ def test_log_claims_logs_every_row_and_the_headline(tmp_path, capsys):
 
     log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
     rows = [{"claim": "a", "seed": "2x", "measured": "2.1x", "verdict": "holds", "variant": "v"},
-            {"claim": "b", "seed": "3x", "measured": "1.0x", "verdict": "does not hold"}]
+            {"claim": "b", "seed": "3x", "measured": "1.0x", "verdict": "does not hold", "source": "seed 002"}]
     log_claims(log, rows, headline="b")
     claims = log.rows(kind="claim")
-    assert [r["claim"] for r in claims] == ["a", "b"] and claims[0]["variant"] == "v"
+    assert [r["claim"] for r in claims] == ["a", "b"] and claims[0]["variant"] == "v" and "source" not in claims[0]
+    assert claims[1]["source"] == "seed 002" and "variant" not in claims[1]
     assert log.rows(kind="note")[0]["text"] == "b: 1.0x [does not hold]"
-    assert "[holds] a" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[holds] a\n" in out and "[does not hold] b (seed 002)\n" in out
     with pytest.raises(KeyError, match="no claim 'c'"):
         log_claims(log, rows, headline="c")
+
+
+def test_log_claims_keeps_a_rows_rule_and_interval(tmp_path, capsys):
+    from perflab.verdicts import log_claims
+
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    log_claims(log, [{"claim": "a", "seed": "2x", "measured": "0x", "verdict": "does not hold", "rule": "x >= 2",
+                      "value": 0.0, "low": 0.0, "high": 0.5}])
+    [row] = log.rows(kind="claim")
+    assert (row["rule"], row["value"], row["low"], row["high"]) == ("x >= 2", 0.0, 0.0, 0.5)
+    assert "    rule: x >= 2" in capsys.readouterr().out

@@ -19,7 +19,7 @@ import dataclasses
 import math
 
 from ..bench import speedup, speedup_range, summary
-from ..verdicts import Measured, judge
+from ..verdicts import Measured, judge, log_claims
 from .study import DRAWS, GRAPH_CALLS, MATMULS
 
 MIN_GAIN = 1.05     # a speedup below this is within this study's noise on a shared CPU
@@ -203,9 +203,11 @@ def seed_table(ev: Evidence, rows: list[dict]):
     return pd.DataFrame(out)
 
 
-def print_claims(rows: list[dict]) -> None:
-    for r in rows:
-        print(f"[{r['verdict']}] {r['claim']} ({r['source']})\n    claimed: {r['seed']}\n    measured: {r['measured']}")
+def report(run, rows: list[dict], device_type: str) -> None:
+    """Log every claim and print it; the captured step's target on this device leads the report (on CUDA its
+    speed against the baseline, on a CPU its dispatched ops: the figure each device can measure)."""
+    lead = "captured_10x" if device_type == "cuda" else "cpu_ops_10x"
+    log_claims(run.log, rows, headline=next(r["claim"] for r in rows if r["key"] == lead))
 
 
 def reading(ev: Evidence, rows: list[dict], kinds: dict[str, float]) -> list[str]:
