@@ -68,12 +68,12 @@ def test_values_from_the_command_line_are_typed_by_the_schema():
 
     @dataclass
     class P:
-        kg_dir: str = ""
+        kg: str = ""
         compile: Literal["off", "default"] = "off"
         sizes: list = None
         lr: float = 1e-3
 
-    assert parse_assignment("kg_dir=2024", P) == ("kg_dir", "2024")        # a str field keeps the text
+    assert parse_assignment("kg=2024", P) == ("kg", "2024")        # a str field keeps the text
     assert parse_assignment("compile=off", P) == ("compile", "off")
     assert parse_assignment("sizes=16,64", P) == ("sizes", [16, 64])
     assert parse_assignment("sizes=[16, 64]", P) == ("sizes", [16, 64])

@@ -140,7 +140,7 @@ def test_load_kg_takes_family_a_benchmark_or_a_folder(tmp_path):
     assert load_kg("", n_families=2, seed=1).summary() == fam.summary()
     nations = load_kg("nations", rules=MiningConfig(max_rules_per_head=3))
     assert len(nations.facts) == 1592 and 0 < len(nations.rules) <= 3 * 55
-    folder = load_kg(str(ref.save(tmp_path / "fam")))               # the kg_dir format
+    folder = load_kg(str(ref.save(tmp_path / "fam")))               # the facts.txt folder format
     assert len(folder.facts) == len(ref.facts) and len(folder.rules) == len(ref.rules)
     tsv = _write(tmp_path / "tsv", **{"train.txt": "a\tr\tb\nb\tr\tc\na\ts\tc\nb\ts\td\nc\tr\td\n", "test.txt": "a\ts\td\n"})
     g = load_kg(str(tsv), rules=MiningConfig(min_support=1, min_confidence=0.3))

@@ -110,12 +110,13 @@ def test_a_file_that_is_not_utf8_names_file_line_and_column(tmp_path):
     assert f"{d / 'facts.txt'}:2: not UTF-8 text (byte 0xe9 at column 15)" in str(e.value)
 
 
-def test_a_relative_kg_dir_is_read_from_where_the_user_ran(tmp_path, monkeypatch):
+def test_a_relative_kg_folder_is_read_from_where_the_user_ran(tmp_path, monkeypatch):
     from perflab.prover.study import knowledge_graph
 
     (tmp_path / "graphs").mkdir()
     _write(tmp_path / "graphs" / "mine", **{"facts.txt": FACTS, "rules.txt": RULES})
     monkeypatch.setenv("PERFLAB_CWD", str(tmp_path))          # perflab run: the user's folder
     monkeypatch.chdir(tmp_path.parent)                         # the kernel runs elsewhere (notebooks/)
-    kg = knowledge_graph("graphs/mine", n_families=1, seed=0)
+    kg, bench = knowledge_graph("graphs/mine", n_families=1, seed=0)
+    assert bench is None                                       # a facts.txt folder: its own rules, none mined
     assert len(kg.facts) == len(KnowledgeGraph.from_text(FACTS, RULES).facts)

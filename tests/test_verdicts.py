@@ -45,3 +45,22 @@ def test_log_claims_logs_every_row_and_the_headline(tmp_path, capsys):
     assert "[holds] a\n" in out and "[does not hold] b (seed 002)\n" in out
     with pytest.raises(KeyError, match="no claim 'c'"):
         log_claims(log, rows, headline="c")
+
+
+def test_log_claims_keeps_a_rows_rule_and_interval(tmp_path, capsys):
+    from perflab.verdicts import log_claims
+
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    log_claims(log, [{"claim": "a", "seed": "2x", "measured": "0x", "verdict": "does not hold", "rule": "x >= 2",
+                      "value": 0.0, "low": 0.0, "high": 0.5}])
+    [row] = log.rows(kind="claim")
+    assert (row["rule"], row["value"], row["low"], row["high"]) == ("x >= 2", 0.0, 0.0, 0.5)
+    assert "    rule: x >= 2" in capsys.readouterr().out
+
+
+def test_log_claims_leaves_out_a_value_that_is_not_a_plain_number(tmp_path):
+    from perflab.verdicts import Measured, log_claims
+
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    log_claims(log, [{"claim": "a", "seed": "", "measured": "", "verdict": "holds", "value": Measured.exact(2.0)}])
+    assert "value" not in log.rows(kind="claim")[0]

@@ -202,7 +202,7 @@ def validate(namespace: dict | Any, schema, *, strict: bool = True):
 
 def parse_value(raw: str, tp: Any = None) -> Any:
     """A `-p key=value` text as a value. With the field's type known, the type decides: a str or a
-    Literal of strs keeps the text as written (`-p kg_dir=2024`, `-p compile=off`); a list reads
+    Literal of strs keeps the text as written (`-p kg=2024`, `-p compile=off`); a list reads
     `[1, 2]` or `1,2`. Otherwise it is typed the way papermill's `-p` types it: True/False/None, int,
     float, else the text."""
     if tp is not None:

@@ -69,15 +69,17 @@ def step_syncs(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: 
             "host_operands": host.total, "host_by_op": dict(host.by_op)}
 
 
-def correctness_03(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: int = 0):
-    """Study 3's checks: successors, provability, and a sync-free step. -> (checks, info)."""
+def correctness_03(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: int = 0, bfs_depth: int | None = None):
+    """Study 3's checks: successors, provability (to `bfs_depth`, default max_depth: `study.bfs_depth`), and
+    a sync-free step. -> (checks, info)."""
+    bfs_depth = max_depth if bfs_depth is None else bfs_depth
     eq = engine_vs_reference(kg, engine, n_states=400, seed=seed)
-    bfs = bfs_vs_reference(kg, engine, queries, max_depth=max_depth)
+    bfs = bfs_vs_reference(kg, engine, queries, max_depth=bfs_depth)
     sy = step_syncs(kg, engine, policy, queries, max_depth, seed)
     checks = {
         f"engine successors equal the reference on {eq['states']} states ({eq['truncated']} with cut lists)":
             eq["mismatches"] == 0,
-        f"BFS provability equals the reference on {bfs['queries']} queries (depth <= {max_depth})": bfs["agree"],
+        f"BFS provability equals the reference on {bfs['queries']} queries (depth <= {bfs_depth})": bfs["agree"],
         "derive and a policy step make no host sync (counted calls; CUDA's sync-debug warnings on a GPU)":
             sy["syncs"] == 0,
         "derive and a policy step take no host tensor on a device (meta)": sy["host_operands"] == 0,
@@ -111,7 +113,8 @@ def agreement(results: dict[str, RolloutResult]) -> dict[str, bool]:
 
 def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
     """Study 4's checks: every strategy gives the same proofs on a ladder sample (of designed lengths)
-    and on the family candidates (the same ranks). -> (checks, {"ladder": results, "family": results})."""
+    and on study 3's candidates (`family`: the graph `kg` names; the same ranks).
+    -> (checks, {"ladder": results, "family": results})."""
     from .ranking import ranks
     from .study import run_strategies
 
@@ -121,8 +124,8 @@ def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
     checks = {
         f"ladder ({len(ladder.candidates)} candidates): all strategies agree": all(agreement(res_l).values()),
         "ladder: steps equal the designed proof lengths": torch.equal(res_l["full"].steps.cpu(), ladder.lengths),
-        f"family ({len(family.candidates)} candidates): all strategies agree": all(agreement(res_f).values()),
-        "family: ranks identical across strategies": all(torch.equal(r, rank["full"]) for r in rank.values()),
+        f"{family.graph} ({len(family.candidates)} candidates): all strategies agree": all(agreement(res_f).values()),
+        f"{family.graph}: ranks identical across strategies": all(torch.equal(r, rank["full"]) for r in rank.values()),
     }
     assert set(res_l) == set(STRATEGIES)
     return checks, {"ladder": res_l, "family": res_f}

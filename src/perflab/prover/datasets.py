@@ -97,7 +97,7 @@ class Benchmark:
         return {"train": len(self.kg.facts), **{k: len(v) for k, v in self.kg.queries.items()}}
 
     def save(self, directory: str | Path) -> Path:
-        """The graph as a kg_dir folder (facts.txt, rules.txt with the mining counts, valid.txt, test.txt):
+        """The graph as a folder for the notebooks' `kg` parameter (facts.txt, rules.txt with the mining counts, valid.txt, test.txt):
         edit rules.txt and load it back with load_kg(folder)."""
         d = self.kg.save(directory)
         if self.mining is not None:

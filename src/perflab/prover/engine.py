@@ -41,6 +41,7 @@ class Derived(NamedTuple):
     counts: torch.Tensor     # [B] number of valid successors (>= 1)
     next_var: torch.Tensor   # [B, S] variable counter of each successor
     truncated: torch.Tensor  # [B] bool: a fact window or the successor list was cut
+    log_weight: torch.Tensor  # [B, S] float: log of the weight of the rule that made each successor (0: a fact, <end>, ...)
 
 
 class UnificationEngine:
@@ -108,7 +109,9 @@ class UnificationEngine:
         stays -(k+1) until `derive` renames it apart (next_var + k). One gather by the goal's predicate
         fetches a goal's whole rule window."""
         by_pred: dict[int, list] = {}
+        weights: dict[int, list] = {}
         for r in kg.rules:
+            weights.setdefault(r.head[0], []).append(r.weight)
             body = [list(a) for a in r.body] + [[0, 0, 0]] * (BODY - len(r.body))
             by_pred.setdefault(r.head[0], []).append([1, r.head[1], r.head[2], *body[0], *body[1], r.n_vars])
         self.R = max((len(v) for v in by_pred.values()), default=0)
@@ -116,6 +119,11 @@ class UnificationEngine:
         for pred, rows in by_pred.items():
             table[pred, : len(rows)] = torch.tensor(rows, dtype=torch.long)
         self.rule_table = table.to(self.device)
+        # [P, R] log rule weights (mined rules: their confidence; unweighted rules 1 -> 0), gathered with the rows
+        logw = torch.zeros(self.P, self.R)
+        for pred, ws in weights.items():
+            logw[pred, : len(ws)] = torch.log(torch.tensor(ws, dtype=torch.float64)).float()
+        self.rule_log_weight = logw.to(self.device)
 
     # ---- the step ---------------------------------------------------------------------------
     def initial(self, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,7 +153,8 @@ class UnificationEngine:
         succ, n_atoms = self._drop_facts_and_compact(atoms)          # [B, N, A, 3], [B, N]
         valid = cand_valid & ok & (n_atoms <= A)                      # successors over A atoms are rejected
         cand_nv = next_var[:, None] + rows[..., -1]                   # a rule's n_vars fresh variables
-        return self._assemble(states, next_var, succ, valid, cand_nv, terminal, cut & ~terminal)
+        cand_lw = F.pad(self.rule_log_weight[goal[:, 0]], (self.K, 0))  # [B, N]: facts 0, then the rules'
+        return self._assemble(states, next_var, succ, valid, cand_nv, cand_lw, terminal, cut & ~terminal)
 
     def _candidates(self, goal, next_var):
         """Each goal's fact window (at most K facts agreeing with its constant arguments) and rule window,
@@ -199,7 +208,7 @@ class UnificationEngine:
         out[..., 0, 0] = torch.where(n_atoms == 0, TRUE, out[..., 0, 0])  # every goal proved: <true>
         return out, n_atoms
 
-    def _assemble(self, states, next_var, succ, valid, cand_nv, terminal, cut) -> Derived:
+    def _assemble(self, states, next_var, succ, valid, cand_nv, cand_lw, terminal, cut) -> Derived:
         """Valid successors first (at most S - 1 with end_action, S without), then <end> when any exists,
         a lone <false> when none does, or the terminal state itself; variable counters alongside."""
         B, A, S = states.shape[0], self.A, self.S
@@ -220,7 +229,9 @@ class UnificationEngine:
         out = torch.zeros(B, S + 1, A + 1, 3, dtype=states.dtype, device=states.device)
         out = out.scatter(1, slot[..., None, None].expand_as(rows), rows)[:, :S]
         counts = kept + extra_valid.any(-1)
-        return Derived(out[:, :, :A], counts, out[:, :, A, 0], cut | (n_real > cap))
+        lw = torch.cat([cand_lw, cand_lw.new_zeros(B, 3)], dim=1)     # <end>, <false>, the state itself: 0
+        lw = lw.new_zeros(B, S + 1).scatter(1, slot, lw)[:, :S]
+        return Derived(out[:, :, :A], counts, out[:, :, A, 0], cut | (n_real > cap), lw)
 
 
 def _bind(a, b, C):

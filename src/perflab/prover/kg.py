@@ -39,6 +39,7 @@ class Rule:
     body: tuple[tuple[int, int, int], ...]     # 1 or 2 atoms
     n_vars: int                                # distinct variables in the rule
     text: str = ""
+    weight: float = 1.0                        # in (0, 1]: a proof's score adds log(weight) per use (mined: confidence)
 
 
 @dataclasses.dataclass

@@ -77,7 +77,8 @@ class MinedRule:
                      for i, (p, inv) in enumerate(self.body))
 
     def rule(self, kg: KnowledgeGraph) -> Rule:
-        return Rule(head=(self.head, X, Y), body=self.atoms(), n_vars=2 + (len(self.body) == 2), text=self.text(kg))
+        return Rule(head=(self.head, X, Y), body=self.atoms(), n_vars=2 + (len(self.body) == 2), text=self.text(kg),
+                    weight=self.confidence)
 
     def text(self, kg: KnowledgeGraph) -> str:
         v = {X: "X", Y: "Y", Z: "Z"}

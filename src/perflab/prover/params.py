@@ -6,6 +6,9 @@ import dataclasses
 from typing import Literal
 
 from ..params import Backend, CompileMode, RunParams, require
+from ..paths import user_path
+
+GRAPHS = ("family", "kinship", "nations", "umls")   # the names `kg` takes besides a folder (datasets.load_kg)
 
 
 @dataclasses.dataclass
@@ -13,6 +16,7 @@ class ProverParams(RunParams):
     """The prover's fields shared by both notebooks (after the run fields)."""
     compile: CompileMode = "off"     # torch.compile mode: off, default, reduce-overhead or max-autotune
     backend: Backend = "inductor"    # torch.compile backend: inductor, eager (dynamo graphs, no codegen) or aot_eager
+    kg: str = "family"               # the graph: family (synthetic), kinship, nations, umls, or a folder (relative: from where you ran)
     max_depth: int = 20              # proof steps before a candidate counts as failed
     max_derived: int = 16            # successor slots per state; the seed used 120
     n_queries: int = 24              # test queries evaluated
@@ -22,6 +26,9 @@ class ProverParams(RunParams):
 
     def check(self) -> None:
         super().check()
+        require(self.kg in GRAPHS or (self.kg.strip() != "" and user_path(self.kg).is_dir()),
+                f"kg={self.kg!r} is not a graph: choose one of {', '.join(GRAPHS)}, or a folder (facts.txt/rules.txt/"
+                f"test.txt, or train/valid/test.txt as TSV)" + (f"; {user_path(self.kg)} is not a folder" if self.kg.strip() else ""))
         require(self.max_depth >= 1, f"max_depth must be >= 1, got {self.max_depth}")
         require(self.max_derived >= 2, f"max_derived must be >= 2, got {self.max_derived}")
         require(self.n_queries >= 1 and self.n_corruptions >= 0, "need n_queries >= 1 and n_corruptions >= 0")
@@ -35,7 +42,6 @@ class EvalParams(ProverParams):
     backend: Backend = "eager"       # torch.compile backend: inductor, eager (the graphs without inductor's ~60 s) or aot_eager
     batch: int = 128                 # candidates per step; 0 means the measured memory model picks
     mode: Literal["head", "tail", "both"] = "both"  # corrupt the head, the tail or both
-    kg_dir: str = ""                 # a knowledge-graph folder to load instead; empty means the synthetic one
     batch_sizes: list = dataclasses.field(default_factory=lambda: [16, 64, 256, 512, 1024])  # batch sweep
     tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
 

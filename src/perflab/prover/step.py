@@ -1,7 +1,8 @@
 """One greedy proof step for a batch of slots (engine + policy + choice), and how it is compiled.
 
 A slot holds a candidate's proof (`Slots`): states [B, A, 3], next_var [B], depth [B] (steps taken),
-score [B] (sum of the chosen log-probabilities) and done [B]. `GreedyStep.advance` moves every slot that
+score [B] (sum of the chosen log-probabilities, plus log(weight) of each rule applied: a mined rule's
+confidence, 1 for a rules.txt rule) and done [B]. `GreedyStep.advance` moves every slot that
 is not done by one step; rows that are done are still computed (fixed shapes) but left unchanged, so a
 finished row is frozen: its outcome can be read at any later time. The step reads no tensor value on the
 host, so it compiles to one graph per batch size and can be replayed as a CUDA graph.
@@ -30,7 +31,7 @@ class Slots(NamedTuple):
     states: torch.Tensor    # [B, A, 3] current proof states
     next_var: torch.Tensor  # [B] variable counter
     depth: torch.Tensor     # [B] steps taken
-    score: torch.Tensor     # [B] sum of the chosen log-probabilities
+    score: torch.Tensor     # [B] sum of the chosen log-probabilities and of log(weight) of the rules applied
     done: torch.Tensor      # [B] bool: proved, failed, gave up or at max_depth (frozen from then on)
 
 
@@ -88,7 +89,7 @@ class GreedyStep:
         active = ~done
         states = torch.where(active[:, None, None], d.states[b, a], states)
         next_var = torch.where(active, d.next_var[b, a], next_var)
-        score = score + torch.where(active, lp, 0.0)
+        score = score + torch.where(active, lp + d.log_weight[b, a], 0.0)  # a rule's use costs log(weight)
         depth = depth + active.long()
         done = done | (states[:, 0, 0] < FIRST_PRED) | (depth >= self.max_depth)
         return Slots(states, next_var, depth, score, done)

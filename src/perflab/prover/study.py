@@ -1,13 +1,14 @@
 """The measurements behind notebooks/03_eval and 04_early_exit, as functions (the notebooks call and plot them).
 
 03: `knowledge_graph`, `recompiles_by_tail`, `batch_sweep`, `floor_share`, `eval_variants`, `time_variants`.
-04: `ladder_workload`, `family_workload`, `run_strategies`, `graphs_per_strategy`, `time_strategies`,
+04: `ladder_workload`, `kg_workload`, `run_strategies`, `graphs_per_strategy`, `time_strategies`,
     `row_step_seconds`, `trace_table`, `strategy_table`. Where a step's time goes: `profiles.py`.
 """
 from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 
 import torch
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
@@ -20,20 +21,45 @@ from ..paths import user_path
 from ..verdicts import Measured
 from . import baseline, optimized
 from .batching import step_bytes
-from .data import family_kg, ladder_kg, ladder_queries, seed_like_lengths, training_queries
+from .data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
 from .engine import UnificationEngine
 from .evaluate import evaluate_with_corruptions
-from .kg import KnowledgeGraph
 from .policy import make_policy, train_policy
 from .ranking import corruptions
 from .rollout import STRATEGIES, RolloutResult, rollout, rollout_full
 from .step import GreedyStep
 
 
-def knowledge_graph(kg_dir: str, n_families: int, seed: int) -> KnowledgeGraph:
-    """The folder `kg_dir` (a relative path is read from where the user ran the command), else the
-    seeded synthetic family graph."""
-    return KnowledgeGraph.load(user_path(kg_dir)) if kg_dir else family_kg(n_families=n_families, seed=seed)
+def knowledge_graph(kg: str, n_families: int, seed: int, max_derived: int = 16, device="cpu"):
+    """The graph the notebooks' `kg` parameter names (`datasets.load_kg`): "family" (the seeded synthetic
+    graph), a benchmark (kinship, nations, umls: rules mined from train, at most max_derived - 1 per head,
+    the successors a ground goal can offer), or a folder (a relative path is read from where the user ran
+    the command). -> (KnowledgeGraph, datasets.Benchmark or None: names and mined rules of a benchmark)."""
+    from .datasets import BENCHMARKS, _is_tsv_folder, load_benchmark, load_kg, load_tsv_folder
+    from .mining import MiningConfig
+
+    mining = MiningConfig(max_rules_per_head=max_derived - 1)
+    if kg in BENCHMARKS:
+        bench = load_benchmark(kg, mining, device=device)
+        return bench.kg, bench
+    if kg in ("", "family"):
+        return load_kg("family", n_families=n_families, seed=seed), None
+    d = user_path(kg)
+    if d.is_dir() and _is_tsv_folder(d):
+        bench = load_tsv_folder(d, mining, device=device)
+        return bench.kg, bench
+    return load_kg(str(d), rules=mining, device=device), None
+
+
+def graph_label(kg: str) -> str:
+    """A short name for the graph in tables and workload names: the parameter, or a folder's last part."""
+    return kg if kg in ("family", "kinship", "nations", "umls") else Path(kg).name
+
+
+def bfs_depth(kg: str, max_depth: int) -> int:
+    """Depth of the exhaustive provability check: max_depth on the family graph; at most 3 elsewhere (real
+    graphs branch too much: Nations' frontier passes 200,000 states at depth 6)."""
+    return max_depth if kg == "family" else min(max_depth, 3)
 
 
 # ---- 03: recompiles, batch size, where a step's time goes, the evaluation run -------------------
@@ -158,9 +184,11 @@ class Workload:
     step: GreedyStep
     candidates: torch.Tensor   # [N, 3]
     lengths: torch.Tensor | None = None  # [N] designed proof lengths (ladder), else None
+    graph: str = ""            # the graph's short name (study 3's workload: the `kg` parameter)
 
     def head(self, n: int) -> Workload:
-        return Workload(self.name, self.step, self.candidates[:n], None if self.lengths is None else self.lengths[:n])
+        return Workload(self.name, self.step, self.candidates[:n], None if self.lengths is None else self.lengths[:n],
+                        self.graph)
 
 
 def ladder_workload(n: int, max_depth: int, max_derived: int, device, seed: int = 0, compile: str = "off",
@@ -174,17 +202,18 @@ def ladder_workload(n: int, max_depth: int, max_derived: int, device, seed: int 
     return Workload("ladder (seed-like lengths)", step, ladder_queries(kg, lengths, g).to(device), lengths)
 
 
-def family_workload(cfg, device):
-    """Study 3's candidates: the family graph's test queries and their filtered corruptions, scored by a
-    policy trained for a few seconds. -> (Workload, CandidateSet)."""
-    kg = family_kg(n_families=cfg.n_families, seed=cfg.seed)
+def kg_workload(cfg, device):
+    """Study 3's candidates on the graph `cfg.kg` names: its first test queries and their filtered
+    corruptions, scored by a policy trained for a few seconds. -> (Workload, CandidateSet)."""
+    kg, _ = knowledge_graph(cfg.kg, cfg.n_families, cfg.seed, cfg.max_derived, device)
     engine = UnificationEngine(kg, max_derived=cfg.max_derived, device=device)
     policy = make_policy(kg, seed=cfg.seed, device=device)
     train_policy(policy, engine, training_queries(kg), updates=cfg.train_updates, batch=64,
                  max_depth=min(cfg.max_depth, 10), seed=cfg.seed)
     cs = corruptions(kg, kg.queries["test"][: cfg.n_queries], cfg.n_corruptions, "both", seed=cfg.seed)
     step = GreedyStep(engine, policy, cfg.max_depth, compile=cfg.compile, backend=cfg.backend)
-    return Workload("family (study 3 candidates)", step, cs.flat().to(device)), cs
+    label = graph_label(cfg.kg)
+    return Workload(f"{label} (study 3 candidates)", step, cs.flat().to(device), graph=label), cs
 
 
 def run_strategies(w: Workload, batch: int, min_bucket: int, strategies=STRATEGIES, trace: bool = True
