@@ -151,20 +151,30 @@ def _is_tsv_folder(d: Path) -> bool:
     return b"\t" in first and b"(" not in first
 
 
-def load_kg(spec: str, *, n_families: int = 6, seed: int = 0, rules: bool | MiningConfig = True,
-            device="cpu") -> KnowledgeGraph:
-    """The graph a notebook's `kg` parameter names:
-        "family" (or "")           data.family_kg(n_families, seed), its own 15 rules
-        "kinship" | "nations" | "umls"   load_benchmark(spec, rules).kg
-        a folder                   facts.txt/rules.txt/... (KnowledgeGraph.load), or train/valid/test.txt
-                                   in the TSV format (load_tsv_folder, rules mined)
+def load_graph(spec: str, *, n_families: int = 6, seed: int = 0, rules: bool | MiningConfig = True,
+               device="cpu") -> tuple[KnowledgeGraph, Benchmark | None]:
+    """The graph a notebook's `kg` parameter names, and its Benchmark (names, mined rules) where it has one:
+        "family" (or "")           data.family_kg(n_families, seed), its own 15 rules; no Benchmark
+        "kinship" | "nations" | "umls"   load_benchmark(spec, rules)
+        a folder                   train/valid/test.txt in the TSV format (load_tsv_folder, rules mined), or
+                                   facts.txt/rules.txt/... (KnowledgeGraph.load; no Benchmark)
     A benchmark name wins over a folder of the same name: write ./kinship for the folder."""
     if spec in ("", "family"):
         from .data import family_kg
-        return family_kg(n_families=n_families, seed=seed)
+        return family_kg(n_families=n_families, seed=seed), None
     if spec in BENCHMARKS:
-        return load_benchmark(spec, rules, device).kg
+        bench = load_benchmark(spec, rules, device)
+        return bench.kg, bench
     d = Path(spec).expanduser()
     if d.is_dir():
-        return load_tsv_folder(d, rules, device).kg if _is_tsv_folder(d) else KnowledgeGraph.load(d)
+        if _is_tsv_folder(d):
+            bench = load_tsv_folder(d, rules, device)
+            return bench.kg, bench
+        return KnowledgeGraph.load(d), None
     raise ValueError(f"kg={spec!r}: not 'family', a benchmark ({', '.join(BENCHMARKS)}) or an existing folder")
+
+
+def load_kg(spec: str, *, n_families: int = 6, seed: int = 0, rules: bool | MiningConfig = True,
+            device="cpu") -> KnowledgeGraph:
+    """The graph alone (`load_graph`)."""
+    return load_graph(spec, n_families=n_families, seed=seed, rules=rules, device=device)[0]

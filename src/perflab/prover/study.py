@@ -31,29 +31,23 @@ from .step import GreedyStep
 
 
 def knowledge_graph(kg: str, n_families: int, seed: int, max_derived: int = 16, device="cpu"):
-    """The graph the notebooks' `kg` parameter names (`datasets.load_kg`): "family" (the seeded synthetic
+    """The graph the notebooks' `kg` parameter names (`datasets.load_graph`): "family" (the seeded synthetic
     graph), a benchmark (kinship, nations, umls: rules mined from train, at most max_derived - 1 per head,
     the successors a ground goal can offer), or a folder (a relative path is read from where the user ran
     the command). -> (KnowledgeGraph, datasets.Benchmark or None: names and mined rules of a benchmark)."""
-    from .datasets import BENCHMARKS, _is_tsv_folder, load_benchmark, load_kg, load_tsv_folder
+    from .datasets import BENCHMARKS, load_graph
     from .mining import MiningConfig
 
-    mining = MiningConfig(max_rules_per_head=max_derived - 1)
-    if kg in BENCHMARKS:
-        bench = load_benchmark(kg, mining, device=device)
-        return bench.kg, bench
-    if kg in ("", "family"):
-        return load_kg("family", n_families=n_families, seed=seed), None
-    d = user_path(kg)
-    if d.is_dir() and _is_tsv_folder(d):
-        bench = load_tsv_folder(d, mining, device=device)
-        return bench.kg, bench
-    return load_kg(str(d), rules=mining, device=device), None
+    spec = kg if kg in ("", "family", *BENCHMARKS) else str(user_path(kg))
+    return load_graph(spec, n_families=n_families, seed=seed, rules=MiningConfig(max_rules_per_head=max_derived - 1),
+                      device=device)
 
 
 def graph_label(kg: str) -> str:
     """A short name for the graph in tables and workload names: the parameter, or a folder's last part."""
-    return kg if kg in ("family", "kinship", "nations", "umls") else Path(kg).name
+    from .datasets import BENCHMARKS
+
+    return kg if kg in ("family", *BENCHMARKS) else Path(kg).name
 
 
 def bfs_depth(kg: str, max_depth: int) -> int:
