@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .formatting import fmt_seconds, sig
-from .results import read_rows
+from .results import latest, read_rows
 
 IGNORED_PARAMS = ("out_dir",)
 
@@ -19,8 +19,6 @@ IGNORED_PARAMS = ("out_dir",)
 def load(path: str | Path) -> list[dict]:
     """Rows of a run folder (its results.jsonl) or of a results file: each study's latest execution, as
     `perflab report` shows it (an earlier execution's rows never pair with a later one's)."""
-    from .report import latest
-
     p = Path(path)
     f = p / "results.jsonl" if p.is_dir() else p
     if not f.is_file():

@@ -181,6 +181,35 @@ def read_rows(path: str | os.PathLike, counter: ResultsLog | None = None) -> lis
     return rows
 
 
+def executions(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """The log's executions in the order they started: {(study, sweep point, run id): rows}.
+
+    Logs written before the runner shared its run id with the notebook hold status rows under an id of their
+    own, with no "started" row: such a row joins the execution of the same study written just before it."""
+    ids_with_rows = {r.get("run_id") for r in rows if r["kind"] != "run" or r.get("status") == "started"}
+    last: dict = {}
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        where = (r.get("study"), r.get("sweep_point"))
+        rid = r.get("run_id")
+        if r["kind"] == "run" and rid not in ids_with_rows and where in last:
+            rid = last[where]  # an old-style status row
+        last[where] = rid
+        out.setdefault((*where, rid), []).append(r)
+    return out
+
+
+def latest(rows: list[dict]) -> tuple[list[dict], int]:
+    """Each study's rows from its latest execution only (per sweep point in a sweep folder).
+    -> (rows kept, number of earlier executions left out)."""
+    execs = executions(rows)
+    last = {}
+    for key in execs:  # in the order they started; a later start wins
+        last[key[:2]] = key
+    kept = {id(r) for key in last.values() for r in execs[key]}
+    return [r for r in rows if id(r) in kept], len(execs) - len(last)
+
+
 def to_table(rows: list[dict]):
     import pandas as pd
 

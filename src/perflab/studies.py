@@ -29,7 +29,8 @@ def schema_for(notebook: str, path: Path) -> type:
     schema built from its parameters cell. Either way `perflab.params.validate` checks against it."""
     if notebook in SCHEMAS:
         return schema(notebook)
-    from .notebooks import inspect
+    import papermill  # read the cell here: perflab.notebooks sits above this registry and imports it
+
     from .params import schema_from_cell
 
-    return schema_from_cell(notebook, inspect(path))
+    return schema_from_cell(notebook, papermill.inspect_notebook(str(path)))

@@ -25,7 +25,7 @@ from typing import Any
 
 from . import notebooks as nbs
 from .params import ParameterError, parse_assignment, split_assignment, validate
-from .results import read_rows
+from .results import latest, read_rows
 from .studies import schema_for
 
 
@@ -152,8 +152,6 @@ def _check_spec(out: Path, spec: dict) -> None:
 def merge(out: Path, pts: list[Point]) -> Path:
     """Rebuild <out>/results.jsonl from the points' own logs (the points' files are the truth): each point's
     latest execution (a point run again keeps its earlier executions in its own log only)."""
-    from .report import latest
-
     lines = []
     for p in pts:
         for row in latest(read_rows(p.dir / "results.jsonl"))[0]:
