@@ -18,9 +18,15 @@ from perflab.results import ResultsLog
 FIXTURES = Path(__file__).parent / "fixtures" / "interrupt"
 
 
+def _default_sigint() -> None:
+    # a test started with SIGINT ignored (`nohup make test &`, a script's background job) would pass that on,
+    # and Python keeps an inherited SIG_IGN: the child that must see Ctrl-C gets the default back
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _perflab(*args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "perflab.cli", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
 
 
 @pytest.mark.slow  # one notebook execution (~10 s on a loaded 2-core box)

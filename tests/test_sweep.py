@@ -82,13 +82,16 @@ def test_unknown_or_clashing_parameters_are_refused_before_submitting(nb_dir, tm
 def test_slurm_executor_carries_the_cluster_options(tmp_path, monkeypatch):
     from submitit.slurm.slurm import _make_sbatch_string
 
-    with pytest.raises(SweepError, match="not usable here"):  # this host has no Slurm
+    # PATH set by the test, so the result is the same on a laptop and on a Slurm login node
+    no_slurm, fake_slurm = tmp_path / "no-slurm", tmp_path / "fake-slurm"
+    no_slurm.mkdir()
+    fake_slurm.mkdir()
+    monkeypatch.setenv("PATH", str(no_slurm))
+    with pytest.raises(SweepError, match="not usable here"):  # a host with no Slurm
         make_executor("slurm", tmp_path, name="x", timeout_min=1, max_parallel=1)
-    fake_bin = tmp_path / "bin"                                # pretend it has: submitit only looks for srun
-    fake_bin.mkdir()
-    (fake_bin / "srun").write_text("#!/bin/sh\nexit 0\n")
-    (fake_bin / "srun").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake_bin}:{__import__('os').environ['PATH']}")
+    (fake_slurm / "srun").write_text("#!/bin/sh\nexit 0\n")   # one that has: submitit only looks for srun
+    (fake_slurm / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake_slurm))
     ex = make_executor("slurm", tmp_path, name="perflab-03_eval", timeout_min=30, max_parallel=4,
                        slurm_partition="gpu", gpus_per_node=1, cpus_per_task=16)
     sbatch = _make_sbatch_string(command="true", folder=tmp_path, **ex._executor.parameters)
