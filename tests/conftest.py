@@ -23,6 +23,9 @@ def one_thread():
 
 
 def pytest_collection_modifyitems(config, items):
+    # a test marked `last` checks the end of something an earlier test started that takes wall-clock time (a Slurm
+    # point past its one-minute limit): run after every other test, its wait overlaps theirs
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # the runner, bottom to top: each may import the modules before it (and the kit), never one after it
-RUNNER = ["execution", "notebooks", "sweep", "report", "compare", "cli"]
+RUNNER = ["execution", "notebooks", "points", "slurm", "sweep", "report", "compare", "cli"]
 
 
 def _module_name(path: Path, src: Path) -> str:

@@ -68,10 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", choices=("local", "slurm"), default="local")
     p.add_argument("--out", type=Path, required=True, help="sweep folder (re-use it to resume)")
     p.add_argument("--max-parallel", type=int, default=1, help="points running at once (default 1)")
-    p.add_argument("--timeout-min", type=int, default=60, help="time limit per point, minutes")
+    p.add_argument("--timeout-min", type=int, default=60, help="time limit per point, minutes (Slurm's granularity)")
     p.add_argument("--slurm-partition", default=None)
     p.add_argument("--gpus-per-node", type=int, default=None)
     p.add_argument("--cpus-per-task", type=int, default=None)
+    p.add_argument("--mem-gb", type=float, default=None, help="memory per point (Slurm kills a point over it)")
     p.add_argument("--params-dir", type=Path, default=None)
     p.add_argument("--notebooks", type=Path, default=None)
     p.add_argument("--no-progress", action="store_true")
@@ -195,12 +196,14 @@ def cmd_sweep(args) -> int:
     res = sw.sweep(args.name, args.grid, out=args.out, executor=args.executor, preset=args.preset,
                    overrides=args.assign, max_parallel=args.max_parallel,
                    timeout_min=args.timeout_min, slurm_partition=args.slurm_partition,
-                   gpus_per_node=args.gpus_per_node, cpus_per_task=args.cpus_per_task, nb_dir=args.notebooks,
+                   gpus_per_node=args.gpus_per_node, cpus_per_task=args.cpus_per_task, mem_gb=args.mem_gb,
+                   nb_dir=args.notebooks,
                    p_dir=args.params_dir, progress=not args.no_progress)
     print(f"sweep {res.out}: {len(res.finished)} finished, {len(res.skipped)} already done (skipped), "
           f"{len(res.failed)} failed")
-    for p, err in res.failed:
-        print(f"  FAILED {p.slug}: {err} (re-run the same command to retry)", file=sys.stderr)
+    for p, st in res.failed:
+        print(f"  {(st.get('status') or 'failed').upper()} {p.slug}: {st.get('error')} (re-run the same command "
+              "to retry)", file=sys.stderr)
     print("report:", _report(res.out))
     return 1 if res.failed else 0
 

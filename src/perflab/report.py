@@ -223,7 +223,7 @@ def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list
 
 
 def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
-    from .sweep import read_status, swept_parameters
+    from .points import read_status, swept_parameters
 
     grid = swept_parameters(out_dir)
     if not grid:
@@ -233,11 +233,12 @@ def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
     for d in sorted(p for p in (out_dir / "points").glob("*") if p.is_dir()):
         st = read_status(d)
         if st is None:
-            points.append([d.name, "**no status**", "-", "not finished, or its status.json is unreadable"])
+            points.append([d.name, "**no status**", "-", "not finished, or its status.json is unreadable", ""])
         else:
-            points.append([d.name, "ok" if st.get("ok") else "**failed**", fmt_seconds(st.get("seconds") or 0),
-                           st.get("error") or ""])
-    parts.append(_md_table(["point", "status", "time", "error"], points))
+            shown = "ok" if st.get("ok") else f"**{st.get('status') or 'failed'}**"  # named: cancelled, timed out
+            earlier = ", ".join(e.get("status") or "?" for e in st.get("earlier") or [])
+            points.append([d.name, shown, fmt_seconds(st.get("seconds") or 0), st.get("error") or "", earlier])
+    parts.append(_md_table(["point", "status", "time", "error", "earlier attempts"], points))
     for param in grid:
         path = sweep_plot(out_dir, [r for r in rows if r["kind"] != "run"], param, grid)
         if path:

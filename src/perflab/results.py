@@ -37,7 +37,9 @@ from .env import fingerprint
 from .verdicts import VERDICTS
 
 KINDS = ("measurement", "value", "check", "claim", "run", "note")
-RUN_STATUSES = ("started", "ok", "failed", "interrupted")  # a "run" row: what the runner saw of one execution
+# how a sweep point's job ended when its notebook did not end it (perflab.slurm names them from Slurm's word)
+JOB_ENDS = ("terminated", "cancelled", "preempted", "timed out", "out of memory", "node failed", "vanished")
+RUN_STATUSES = ("started", "ok", "failed", "interrupted", *JOB_ENDS)  # a "run" row: how one execution ended
 
 
 def new_run_id() -> str:
