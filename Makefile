@@ -49,10 +49,14 @@ test: setup
 	  $(PY) -m pytest -q $(NBVAL_FLAGS) notebooks; \
 	else echo "no notebooks in notebooks/ yet: nbval has nothing to check"; fi
 
-# root (containers, cloud images) must say so to JupyterLab
+# root (containers, cloud images) must say so to JupyterLab; nbval's conftest.py is no notebook: hidden from the
+# file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/test_lab.py changes.
+LAB_DIR   ?= notebooks
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS  ?=
+LAB_HIDE  := "--ContentsManager.hide_globs=['__pycache__','*.pyc','*.pyo','.DS_Store','*.so','*.dylib','*~','conftest.py']"
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
+	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR) $(LAB_HIDE) $(LAB_FLAGS) $(LAB_ARGS)
 
 clean:
 	rm -rf $(OUT) .pytest_cache
