@@ -9,8 +9,8 @@ import pytest
 
 from perflab.points import Point, read_status, write_status
 from perflab.results import JOB_ENDS
-from perflab.slurm import name_end, quiet_submitit, state_word, telling_line
-from perflab.sweep import _signals_noted, _slurm_end, _Task
+from perflab.slurm import Task, end_of, name_end, quiet_submitit, state_word, telling_line
+from perflab.sweep import _signals_noted
 
 CANCEL = "slurmstepd-vm: error: *** STEP 12.0 ON vm CANCELLED AT 2026-11-25T11:50:21 ***"
 MEMORY = "slurmstepd-vm: error: Exceeded job memory limit"
@@ -76,17 +76,17 @@ def _task(tmp_path, job_id="7_0", log=""):
     if log:
         job.paths.stderr.parent.mkdir(parents=True, exist_ok=True)
         job.paths.stderr.write_text(log)
-    return _Task(Point(params={"n": 1}, dir=tmp_path / "points" / "n-1"), job, {"n": 1}, "nap")
+    return Task(Point(params={"n": 1}, dir=tmp_path / "points" / "n-1"), job, {"n": 1}, "nap")
 
 
 def test_the_sweep_names_an_end_from_slurms_word(tmp_path):
     t = _task(tmp_path)
     write_status(t.point.dir, {"ok": False, "status": "running", "job_id": "7_0", "run_id": "r1"})
-    assert _slurm_end(t, {"7_0": ("RUNNING", "None")}, 0.0, 60) is None      # still running: wait
-    assert _slurm_end(t, None, 1.0, 60) is None                              # squeue failed: conclude nothing
+    assert end_of(t, {"7_0": ("RUNNING", "None")}, 0.0, 60) is None      # still running: wait
+    assert end_of(t, None, 1.0, 60) is None                              # squeue failed: conclude nothing
     write_status(t.point.dir, {"ok": False, "status": "terminated", "job_id": "7_0", "run_id": "r1",
                                "signal": "SIGTERM", "error": "SIGTERM received at cell 3 of 5: DeadKernelError"})
-    st = _slurm_end(t, {"7_0": ("TIMEOUT", "TimeLimit")}, 2.0, 60)
+    st = end_of(t, {"7_0": ("TIMEOUT", "TimeLimit")}, 2.0, 60)
     assert st["status"] == "timed out" and st["slurm_state"] == "TIMEOUT"
     assert "Slurm: TIMEOUT (TimeLimit)" in st["error"] and "SIGTERM received at cell 3 of 5" in st["error"]
 
@@ -94,8 +94,8 @@ def test_the_sweep_names_an_end_from_slurms_word(tmp_path):
 def test_a_job_killed_outright_is_named_from_its_log(tmp_path):
     t = _task(tmp_path, log=f"{CANCEL}\n{MEMORY}\n")
     write_status(t.point.dir, {"ok": False, "status": "running", "job_id": "7_0", "run_id": "r1"})
-    assert _slurm_end(t, {"7_0": ("RUNNING", "None")}, 0.0, 60) is None
-    st = _slurm_end(t, {"7_0": ("FAILED", "NonZeroExitCode")}, 1.0, 60)
+    assert end_of(t, {"7_0": ("RUNNING", "None")}, 0.0, 60) is None
+    st = end_of(t, {"7_0": ("FAILED", "NonZeroExitCode")}, 1.0, 60)
     assert st["status"] == "out of memory" and MEMORY.split(": ", 1)[1] in st["error"]
     assert st["run_id"] == "r1"                                              # the execution it belongs to
 

@@ -179,17 +179,17 @@ def test_a_task_slurm_no_longer_knows_is_given_up_within_the_bound(cluster, tmp_
     from submitit.slurm.slurm import SlurmJob
 
     from perflab.points import Point, write_status
-    from perflab.sweep import _Task, _wait_slurm
+    from perflab.slurm import Task, wait
 
     tasks = []
     for slug, job_id, started in (("ran", "987654_0", True), ("queued", "987654_1", False)):
         point = Point(params={"n": 1}, dir=tmp_path / "points" / slug)
         if started:  # it wrote "running", then nothing: lost with its node, say
             write_status(point.dir, {"ok": False, "status": "running", "job_id": job_id})
-        tasks.append(_Task(point, SlurmJob(folder=tmp_path / "submitit", job_id=job_id, tasks=[0]), {"n": 1}, "nap"))
+        tasks.append(Task(point, SlurmJob(folder=tmp_path / "submitit", job_id=job_id, tasks=[0]), {"n": 1}, "nap"))
     ends: dict[str, dict] = {}
     t0 = time.monotonic()
-    _wait_slurm(tasks, 3.0, lambda t, st: ends.setdefault(t.point.slug, st))
+    wait(tasks, 3.0, lambda t, st: ends.setdefault(t.point.slug, st))
     took = time.monotonic() - t0
     assert 3.0 <= took < 15, took
     assert ends["ran"]["status"] == "vanished" and "wrote no end within 3 s" in ends["ran"]["error"]

@@ -89,6 +89,15 @@ def log_end(point_dir: Path, study: str, st: dict) -> None:
         error=st.get("error") or "", notebook=f"{study}.ipynb")
 
 
+def record_end(point_dir: Path, study: str, base: dict, status: str, error: str, slurm_state: str = "") -> dict:
+    """Write the end the sweep named for a point (over the job's own `base`, or where it wrote none) and add it to
+    the point's log with its execution. -> the status written."""
+    st = write_status(point_dir, ended_now({**base, "ok": False, "status": status, "error": error,
+                                            "slurm_state": slurm_state or None}))
+    log_end(point_dir, study, st)
+    return st
+
+
 def ended_now(st: dict) -> dict:
     """`st` stamped with the time it ended (and its length, from the job's start when known)."""
     now = time.time()

@@ -1,23 +1,39 @@
-"""What Slurm says about a sweep's jobs, and how a job ended, by name.
+"""What Slurm says about a sweep's jobs, how a job ended, by name, and the sweep's wait for them.
 
-    ends = name_end("CANCELLED")                        # 'cancelled'
+    name_end("CANCELLED")                               # 'cancelled'
     name_end("FAILED", log)                             # 'out of memory' when slurmstepd's log line says so
     queue(["812_0", "812_1"])                           # {'812_0': ('RUNNING', 'None'), ...} from one squeue call
+    wait(tasks, vanish_s, ended)                        # until every task has ended: ended(task, status) for each
 
 A point's job can end in ways its notebook never sees: cancelled (`scancel`), pre-empted, stopped at its time limit,
 killed for memory, lost with its node. Its kernel then just dies, so the job alone would say "DeadKernelError". The
 name comes from Slurm: the job's state (`squeue` while the controller remembers the job, then `sacct` through
 submitit where the cluster keeps accounting), and slurmstepd's own line in the task's log ("CANCELLED AT ... DUE TO
 TIME LIMIT", "Exceeded job memory limit"), which holds without accounting. Names are `perflab.results.JOB_ENDS`.
+
+`wait` never waits on a state nobody can give: a pending task that left the queue without a trace was cancelled
+(without accounting Slurm keeps none), and a task Slurm no longer knows that wrote no end is recorded as vanished
+after `vanish_s`. The ends it names are written to the point's status.json and log (`perflab.points.record_end`).
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import logging
 import os
 import re
 import subprocess
+import sys
 import tempfile
+import time
+from typing import Any
+
+from .points import Point, read_status, record_end
+
+VANISH_S = 120.0   # a task Slurm no longer knows, that wrote no end, is given up after this long
+STATUS_LAG_S = 10  # after Slurm says a job ended, how long its status.json may take to show (a shared file system)
+_SAID: set[str] = set()  # notes printed once per process
 
 # states in which a job may still run (or run again): anything else is an end
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
@@ -142,3 +158,121 @@ def quiet_submitit() -> None:
     for h in log.handlers:  # its stdout handler takes every level: warnings already go to its stderr one
         if h.name == "submitit_out" and not any(isinstance(f, _BelowWarning) for f in h.filters):
             h.addFilter(_BelowWarning())
+
+
+# ---- waiting for a sweep's tasks --------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Task:
+    point: Point
+    job: Any
+    params: dict
+    study: str
+    started: bool = False           # it ran (Slurm said so, or it wrote "running", or it has a log)
+    running: dict | None = None     # the "running" status it wrote when it started (its run id, start time)
+    gone_polls: int = 0             # polls in a row where Slurm did not know it
+    gone_since: float | None = None
+    ended_since: float | None = None
+
+
+def _own_status(t: Task) -> dict | None:
+    st = read_status(t.point.dir)
+    return st if st and st.get("job_id") == t.job.job_id else None
+
+
+def _record(t: Task, st: dict | None, status_: str, error: str, slurm_state: str = "") -> dict:
+    base = st or t.running or {"params": t.params, "job_id": t.job.job_id, "host": None}
+    return record_end(t.point.dir, t.study, base, status_, error, slurm_state)
+
+
+def _job_error(job) -> str:
+    """The last line of the exception a job's function raised (submitit pickles it), or ''."""
+    from submitit.core.utils import pickle_load
+
+    with contextlib.suppress(Exception):
+        outcome, trace = pickle_load(job.paths.result_pickle)
+        if outcome == "error":
+            return str(trace).strip().splitlines()[-1][:300]
+    return ""
+
+
+def _ended(t: Task, st: dict | None, state: str, reason: str, log: str) -> dict:
+    """The point's end, once Slurm's word (or its silence) is in: the job's own status, renamed when Slurm names
+    what stopped it."""
+    name = name_end(state, log)
+    if st is not None and (st["ok"] or not name):
+        return st
+    told = telling_line(log)
+    said = "; ".join(x for x in (f"Slurm: {state}" + (f" ({reason})" if reason and reason != "None" else "")
+                                 if state else "", f"job log: {told[1]!r}" if told else "") if x)
+    if st is not None:
+        return _record(t, st, name, f"{name} ({said}); the job saw: {st['error']}", state)
+    error = _job_error(t.job) or ("the job ended without writing its status (killed outright)" if t.started
+                                  else "it never started")
+    return _record(t, None, name or "failed", f"{name or 'failed'} ({said or 'Slurm has no record'}): {error}", state)
+
+
+def _sacct_state(job) -> str:
+    """The job's state from sacct (submitit's watcher), '' where there is none (no accounting, not yet recorded)."""
+    why = no_accounting()
+    if why:  # submitit would call sacct on every poll, and sacct and submitit would each say so every time
+        if why not in _SAID:
+            _SAID.add(why)
+            print(f"perflab sweep: sacct has nothing here ({why}): a job's end is named from squeue and its log",
+                  file=sys.stderr)
+        return ""
+    state = state_word(job.watcher.get_state(job.job_id, mode="force"))
+    return "" if state == "UNKNOWN" else state
+
+
+def end_of(t: Task, states: dict | None, now: float, vanish_s: float) -> dict | None:
+    """One look at one task: its end (written to status.json), or None while it may still run."""
+    st = _own_status(t)
+    if st and st.get("status") == "running":
+        t.started, t.running, st = True, st, None
+    if st and st["ok"]:
+        return st
+    if states is None:  # squeue failed this time: conclude nothing
+        return None
+    state, reason = states.get(t.job.job_id) or (_sacct_state(t.job), "")
+    if state in ACTIVE:
+        t.started |= state != "PENDING"
+        t.gone_polls, t.gone_since = 0, None
+        return None
+    log = t.job.stderr() or ""
+    t.started |= bool(log)
+    if state:  # Slurm says it ended; its status.json may lag a little behind on a shared file system
+        t.ended_since = t.ended_since or now
+        if st is None and not t.job.paths.result_pickle.exists() and now - t.ended_since < STATUS_LAG_S \
+                and not name_end(state, log):
+            return None
+        return _ended(t, st, state, reason, log)
+    t.gone_polls += 1
+    t.gone_since = t.gone_since or now
+    if st is not None:  # it wrote its end, and Slurm has forgotten it since
+        return _ended(t, st, "", "", log)
+    if not t.started and t.gone_polls >= 2:
+        return _record(t, None, "cancelled", "left Slurm's queue before it started; Slurm keeps no record of why "
+                       "(no accounting: sacct has nothing), and a pending task leaves the queue when cancelled")
+    if now - t.gone_since >= vanish_s:
+        return _record(t, None, "vanished", f"Slurm no longer knows task {t.job.job_id} (not in squeue, nothing "
+                       f"in sacct) and it wrote no end within {vanish_s:.0f} s")
+    return None
+
+
+def wait(tasks: list[Task], vanish_s: float, ended) -> None:
+    """Poll squeue until every task has ended, calling `ended(task, status)` for each as it does."""
+    quiet_submitit()
+    open_ = {t.job.job_id: t for t in tasks}
+    pause = 1.0
+    while open_:
+        states = queue(list(open_))
+        now = time.monotonic()
+        for job_id, t in list(open_.items()):
+            st = end_of(t, states, now, vanish_s)
+            if st is not None:
+                del open_[job_id]
+                ended(t, st)
+        if open_:
+            time.sleep(pause)
+            pause = min(5.0, pause * 1.2)  # a long sweep asks the controller every 5 s at most

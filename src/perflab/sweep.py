@@ -24,7 +24,6 @@ import dataclasses
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,13 +32,9 @@ from typing import Any
 from . import notebooks as nbs
 from . import slurm
 from .params import ParameterError, parse_assignment, split_assignment, validate
-from .points import Point, ended_now, log_end, points, status, write_status
+from .points import Point, ended_now, points, record_end, status, write_status
 from .results import latest, new_run_id, read_rows
 from .studies import schema_for
-
-_SAID: set[str] = set()  # notes printed once per process
-VANISH_S = 120.0   # a task Slurm no longer knows, that wrote no end, is given up after this long
-STATUS_LAG_S = 10  # after Slurm says a job ended, how long its status.json may take to show (a shared file system)
 
 
 class SweepError(ValueError):
@@ -181,136 +176,16 @@ def _check_spec(out: Path, spec: dict) -> None:
     f.write_text(json.dumps(spec, indent=1))
 
 
-# ---- waiting --------------------------------------------------------------------------------------
+# ---- waiting (Slurm: perflab.slurm.wait) ----------------------------------------------------------
 
-@dataclasses.dataclass
-class _Task:
-    point: Point
-    job: Any
-    params: dict
-    study: str
-    started: bool = False           # it ran (Slurm said so, or it wrote "running", or it has a log)
-    running: dict | None = None     # the "running" status it wrote when it started (its run id, start time)
-    gone_polls: int = 0             # polls in a row where Slurm did not know it
-    gone_since: float | None = None
-    ended_since: float | None = None
-
-
-def _own_status(t: _Task) -> dict | None:
-    st = status(t.point)
-    return st if st and st.get("job_id") == t.job.job_id else None
-
-
-def _record(t: _Task, st: dict | None, status_: str, error: str, slurm_state: str = "") -> dict:
-    """Write the end the sweep named (over the job's own, or where it wrote none) and log it with its execution."""
-    base = st or t.running or {"params": t.params, "job_id": t.job.job_id, "host": None}
-    out = write_status(t.point.dir, ended_now({**base, "ok": False, "status": status_, "error": error,
-                                               "slurm_state": slurm_state or None}))
-    log_end(t.point.dir, t.study, out)
-    return out
-
-
-def _job_error(job) -> str:
-    """The last line of the exception a job's function raised (submitit pickles it), or ''."""
-    from submitit.core.utils import pickle_load
-
-    with contextlib.suppress(Exception):
-        outcome, trace = pickle_load(job.paths.result_pickle)
-        if outcome == "error":
-            return str(trace).strip().splitlines()[-1][:300]
-    return ""
-
-
-def _ended(t: _Task, st: dict | None, state: str, reason: str, log: str) -> dict:
-    """The point's end, once Slurm's word (or its silence) is in: the job's own status, renamed when Slurm names
-    what stopped it."""
-    name = slurm.name_end(state, log)
-    if st is not None and (st["ok"] or not name):
-        return st
-    told = slurm.telling_line(log)
-    said = "; ".join(x for x in (f"Slurm: {state}" + (f" ({reason})" if reason and reason != "None" else "")
-                                 if state else "", f"job log: {told[1]!r}" if told else "") if x)
-    if st is not None:
-        return _record(t, st, name, f"{name} ({said}); the job saw: {st['error']}", state)
-    error = _job_error(t.job) or ("the job ended without writing its status (killed outright)" if t.started
-                                  else "it never started")
-    return _record(t, None, name or "failed", f"{name or 'failed'} ({said or 'Slurm has no record'}): {error}", state)
-
-
-def _sacct_state(job) -> str:
-    """The job's state from sacct (submitit's watcher), '' where there is none (no accounting, not yet recorded)."""
-    why = slurm.no_accounting()
-    if why:  # submitit would call sacct on every poll, and sacct and submitit would each say so every time
-        if why not in _SAID:
-            _SAID.add(why)
-            print(f"perflab sweep: sacct has nothing here ({why}): a job's end is named from squeue and its log",
-                  file=sys.stderr)
-        return ""
-    state = slurm.state_word(job.watcher.get_state(job.job_id, mode="force"))
-    return "" if state == "UNKNOWN" else state
-
-
-def _slurm_end(t: _Task, states: dict | None, now: float, vanish_s: float) -> dict | None:
-    """One look at one task: its end (written to status.json), or None while it may still run."""
-    st = _own_status(t)
-    if st and st.get("status") == "running":
-        t.started, t.running, st = True, st, None
-    if st and st["ok"]:
-        return st
-    if states is None:  # squeue failed this time: conclude nothing
-        return None
-    state, reason = states.get(t.job.job_id) or (_sacct_state(t.job), "")
-    if state in slurm.ACTIVE:
-        t.started |= state != "PENDING"
-        t.gone_polls, t.gone_since = 0, None
-        return None
-    log = t.job.stderr() or ""
-    t.started |= bool(log)
-    if state:  # Slurm says it ended; its status.json may lag a little behind on a shared file system
-        t.ended_since = t.ended_since or now
-        if st is None and not t.job.paths.result_pickle.exists() and now - t.ended_since < STATUS_LAG_S \
-                and not slurm.name_end(state, log):
-            return None
-        return _ended(t, st, state, reason, log)
-    t.gone_polls += 1
-    t.gone_since = t.gone_since or now
-    if st is not None:  # it wrote its end, and Slurm has forgotten it since
-        return _ended(t, st, "", "", log)
-    if not t.started and t.gone_polls >= 2:
-        return _record(t, None, "cancelled", "left Slurm's queue before it started; Slurm keeps no record of why "
-                       "(no accounting: sacct has nothing), and a pending task leaves the queue when cancelled")
-    if now - t.gone_since >= vanish_s:
-        return _record(t, None, "vanished", f"Slurm no longer knows task {t.job.job_id} (not in squeue, nothing "
-                       f"in sacct) and it wrote no end within {vanish_s:.0f} s")
-    return None
-
-
-def _wait_slurm(tasks: list[_Task], vanish_s: float, ended) -> None:
-    """Poll squeue until every task has ended, calling `ended(task, status)` for each as it does."""
-    slurm.quiet_submitit()
-    open_ = {t.job.job_id: t for t in tasks}
-    pause = 1.0
-    while open_:
-        states = slurm.queue(list(open_))
-        now = time.monotonic()
-        for job_id, t in list(open_.items()):
-            st = _slurm_end(t, states, now, vanish_s)
-            if st is not None:
-                del open_[job_id]
-                ended(t, st)
-        if open_:
-            time.sleep(pause)
-            pause = min(5.0, pause * 1.2)  # a long sweep asks the controller every 5 s at most
-
-
-def _wait_local(tasks: list[_Task], ended) -> None:
+def _wait_local(tasks: list[slurm.Task], ended) -> None:
     for t in tasks:
         try:
             st = t.job.result()
         except Exception as e:  # the job process itself died
-            st = _own_status(t)
             error = f"job {t.job.job_id} died: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-            st = _record(t, st, "failed", error)
+            base = status(t.point) or {"params": t.params, "job_id": t.job.job_id}
+            st = record_end(t.point.dir, t.study, base, "failed", error)
         ended(t, st)
 
 
@@ -363,7 +238,7 @@ def sweep(notebook: str, grid_specs: list[str], *, out: Path, executor: str = "l
           preset: str | None = None, overrides: dict | list[str] | None = None, max_parallel: int = 1,
           timeout_min: int = 60, slurm_partition: str | None = None, gpus_per_node: int | None = None,
           cpus_per_task: int | None = None, mem_gb: float | None = None, nb_dir: Path | None = None,
-          p_dir: Path | None = None, progress: bool = True, vanish_s: float = VANISH_S) -> SweepResult:
+          p_dir: Path | None = None, progress: bool = True, vanish_s: float = slurm.VANISH_S) -> SweepResult:
     """Plan and check every point (Slurm too checks the job), then submit the unfinished ones and wait for them."""
     from tqdm.auto import tqdm
 
@@ -382,7 +257,7 @@ def sweep(notebook: str, grid_specs: list[str], *, out: Path, executor: str = "l
     finished, failed = [], []
     bar = tqdm(total=len(pts), initial=len(skipped), desc=f"sweep {name}", unit="point", disable=not progress)
 
-    def ended(t: _Task, st: dict) -> None:
+    def ended(t: slurm.Task, st: dict) -> None:
         if st.get("ok"):
             finished.append(t.point)
         else:
@@ -399,9 +274,9 @@ def sweep(notebook: str, grid_specs: list[str], *, out: Path, executor: str = "l
             p.dir.mkdir(parents=True, exist_ok=True)
         params = [{**fixed, **p.params} for p in chunk]
         jobs = _submit(ex, [(str(path), name, pp, str(p.dir), cwd) for p, pp in zip(chunk, params)])
-        tasks = [_Task(p, job, pp, name) for p, job, pp in zip(chunk, jobs, params)]
+        tasks = [slurm.Task(p, job, pp, name) for p, job, pp in zip(chunk, jobs, params)]
         if executor == "slurm":
-            _wait_slurm(tasks, vanish_s, ended)
+            slurm.wait(tasks, vanish_s, ended)
         else:
             _wait_local(tasks, ended)
     bar.close()
