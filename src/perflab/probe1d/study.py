@@ -18,6 +18,7 @@ import warnings
 import torch
 
 from ..bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
+from ..env import pick_device
 from .probe import Sparse1DProbe
 
 
@@ -86,7 +87,7 @@ def syncs_per_iteration(impl: str, x, y, **config):
     from ..syncs import count_host_syncs
 
     _, one_iteration, _ = iteration_callable(impl, x, y, **config)
-    with count_host_syncs() as syncs:
+    with count_host_syncs(pick_device(config.get("device") or "auto")) as syncs:
         one_iteration()
     return syncs
 

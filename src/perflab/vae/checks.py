@@ -28,7 +28,7 @@ def remap_checks(batches, num_labels: int) -> list[Check]:
         ref = remap_reference(y.tolist())
         for f in (remap_host, remap_unique):
             agree &= f(y, num_labels).labels.tolist() == ref
-        with count_host_syncs() as c:
+        with count_host_syncs(dev) as c:
             out = remap_presence(y, num_labels)
         syncs += c.total
         agree &= out.labels.tolist() == ref

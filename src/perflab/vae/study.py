@@ -103,7 +103,7 @@ def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: Train
         impl = dataclasses.replace(impl, compile="off")
     tr = trainer(impl, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
     tr.epoch(batches[:1])
-    with count_host_syncs(cuda_debug=cuda_debug) as c:
+    with count_host_syncs(device, cuda_debug=cuda_debug) as c:
         tr.epoch(batches)
     return c
 
