@@ -116,10 +116,12 @@ def peak_memory(device: torch.device | str = "cpu") -> PeakMemory:
 
 
 def device_memory(device: torch.device | str) -> dict:
-    """Free and total memory of the device in bytes (CUDA: the driver's numbers; CPU: system RAM)."""
+    """Free and total memory of the device in bytes (CUDA: the driver's free memory plus what torch's caching
+    allocator holds without using it, which the next allocations reuse; CPU: system RAM)."""
     dev = torch.device(device)
     if dev.type == "cuda":
         free, total = torch.cuda.mem_get_info(dev)
-        return {"free_bytes": free, "total_bytes": total}
+        cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)  # the driver counts it as used
+        return {"free_bytes": free + cached, "total_bytes": total}
     vm = psutil.virtual_memory()
     return {"free_bytes": vm.available, "total_bytes": vm.total}

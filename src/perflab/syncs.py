@@ -49,6 +49,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from .env import pick_device
+
 T = torch.Tensor
 
 # Calls that always wait for the value on the host.
@@ -193,10 +195,11 @@ class _SyncMode(TorchFunctionMode):
 class HostSyncCounter:
     """Result of `count_host_syncs()`: `.total` and `.by_op` (a Counter of sync kinds)."""
 
-    def __init__(self, device: torch.device | str | None = None, cuda_debug: bool = False):
-        self.device = torch.device(device) if device is not None else _default_device()
+    def __init__(self, device: torch.device | str | None = None, cuda_debug: bool | None = None):
+        self.device = torch.device(device) if device is not None else pick_device("auto")
         self.by_op: collections.Counter[str] = collections.Counter()
-        self.cuda_debug = cuda_debug and torch.cuda.is_available()
+        # CUDA's own second opinion (sync debug mode): on by default where the compute device is CUDA
+        self.cuda_debug = (self.device.type == "cuda" if cuda_debug is None else cuda_debug) and torch.cuda.is_available()
         self.cuda_debug_warnings = 0
         self._mode = _SyncMode(self)
         self._sync_fn = None
@@ -244,13 +247,10 @@ class HostSyncCounter:
         return f"HostSyncCounter(total={self.total}, by_op={dict(self.by_op)})"
 
 
-def _default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def count_host_syncs(device: torch.device | str | None = None, cuda_debug: bool = False) -> HostSyncCounter:
+def count_host_syncs(device: torch.device | str | None = None, cuda_debug: bool | None = None) -> HostSyncCounter:
     """Context manager counting device-to-host synchronizations inside the block (see module doc); `device`
-    is the compute device the block runs on (default: CUDA when present, else the CPU).
+    is the compute device the block runs on (default: CUDA when present, else the CPU); `cuda_debug` (default:
+    when that device is CUDA) adds CUDA's sync debug mode's warnings (`.cuda_debug_warnings`).
 
     `torch.cuda.synchronize()` and `perflab.env.synchronize(device)` are counted as "synchronize" on
     every device (the former is a no-op inside the block on a CPU-only host).

@@ -130,6 +130,15 @@ LAUNCH_KINDS = {
 }
 
 
+def host_calls(c: LaunchCounter, steps: int) -> dict[str, float]:
+    """The host's calls into the GPU runtime per step, by what they start (`perflab.launches`; all 0 on a CPU).
+    A captured step that draws random numbers: 1 graph launch, 2 kernel launches (the RNG-state fills before
+    each replay, PyTorch PR #143777) and its 2 input copies per step, plus the metric ring's read every
+    log_every steps."""
+    return {"graph": c.graph_launches / steps, "kernel": c.kernel_launches / steps, "copy": c.copy_calls / steps,
+            "memset": c.memset_calls / steps}
+
+
 def launch_kinds(c: LaunchCounter, steps: int) -> dict[str, float]:
     """A CPU count per step split by LAUNCH_KINDS (what a profile of the step is made of)."""
     out = {k: sum(c.by_op.get(n, 0) for n in names) / steps for k, names in LAUNCH_KINDS.items()}
