@@ -93,7 +93,7 @@ def run(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, 
 
 
 def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
-                device: torch.device | str, cuda_debug: bool = False):
+                device: torch.device | str, cuda_debug: bool | None = None):
     """Host syncs over one epoch of `batches` (a HostSyncCounter), after one uncounted warm-up step
     (its first-step allocations, e.g. Adam's state, and a captured step's recording are not what the loop
     does every step). A captured step is counted in its eager form (compile "off"): the counter sees eager
