@@ -5,9 +5,15 @@ the mechanism is CUDA's own: graphs, events, streams, the caching allocator, syn
 everything else is written for any device, and each branch below names a test that runs it: a `-m gpu` test (run
 on a GPU host: `pytest -m gpu tests`), or, where the branch only formats what a GPU run measured, a CPU test that
 feeds it a GPU run's evidence. `test_the_list_is_complete` scans the source for CUDA-only constructs (a
-comparison with "cuda", a `torch.cuda.*` attribute, a `torch.accelerator.*` call other than `is_available`) and
-fails on a function that has one and is not listed, or a listed one that no longer has one: add the branch here
-with its test, or write it for any device.
+comparison with "cuda" or a tuple holding it, `torch.cuda.*`, `torch.version.cuda`, `torch.backends.cuda`, `.is_cuda`,
+`ProfilerActivity.CUDA` / `DeviceType.CUDA`, a `torch.accelerator.*` call other than `is_available`) and fails on a
+function that has one and is not listed, or a listed one that no longer has one: add the branch here with its test,
+or write it for any device.
+
+What the list does not see: choices between an accelerator and the CPU written as `device.type != "cpu"` (sizes,
+which profiler events to read), whose accelerator side runs on every notebook cell of `perflab gpu-check`'s smoke
+preset; and it checks that the named test exists and runs on a GPU, not that it reaches every line of the function
+(`latentwire/study.py::batch_sweep`'s out-of-memory `empty_cache` needs a real out-of-memory error).
 """
 import ast
 from pathlib import Path
@@ -36,6 +42,7 @@ CUDA_BRANCHES = {
     "memory.py::PeakMemory.__exit__": P + "test_cuda_memory_peak_and_free",
     "memory.py::device_memory": P + "test_cuda_memory_peak_and_free",
     "prover/batching.py::cache_bytes": P + "test_cuda_03_step_profile",
+    "run.py::environment_line": P + "test_cuda_environment_stamp",
     "prover/optimized.py::score_candidates": P + "test_cuda_03_out_of_memory_halves_the_batch",
     "prover/step.py::GreedyStep.__init__": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "syncs.py::HostSyncCounter.__init__": P + "test_cuda_03_correctness_checks_pass",
@@ -55,12 +62,22 @@ CUDA_BRANCHES = {
 }
 
 
+def _is_cuda(x) -> bool:
+    return (isinstance(x, ast.Constant) and x.value == "cuda") or (
+        isinstance(x, (ast.Tuple, ast.List, ast.Set)) and any(_is_cuda(e) for e in x.elts))
+
+
 def _cuda_construct(node) -> bool:
     if isinstance(node, ast.Compare):
-        return any(isinstance(x, ast.Constant) and x.value == "cuda" for x in (node.left, *node.comparators))
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
-            and isinstance(node.value.value, ast.Name) and node.value.value.id == "torch":
-        return node.value.attr == "cuda" or (node.value.attr == "accelerator" and node.attr != "is_available")
+        return any(_is_cuda(x) for x in (node.left, *node.comparators))
+    if isinstance(node, ast.Attribute):
+        if node.attr == "is_cuda" or (node.attr == "CUDA" and ast.unparse(node.value).endswith(("ProfilerActivity",
+                                                                                                 "DeviceType"))):
+            return True
+        if isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name) \
+                and node.value.value.id == "torch":
+            return node.value.attr == "cuda" or (node.value.attr == "accelerator" and node.attr != "is_available") \
+                or (node.value.attr in ("version", "backends") and node.attr == "cuda")
     return False
 
 
@@ -119,5 +136,8 @@ def test_the_scan_finds_each_kind_of_construct(tmp_path):
         "def a(d):\n    return d.type == 'cuda'\n"
         "def b():\n    torch.cuda.synchronize()\n"
         "class C:\n    def c(self):\n        torch.accelerator.synchronize()\n"
-        "def d():\n    return torch.accelerator.is_available() and torch.device('cpu').type != 'cpu'\n")
-    assert cuda_sites(tmp_path) == {"m.py::a", "m.py::b", "m.py::C.c"}
+        "def d():\n    return torch.accelerator.is_available() and torch.device('cpu').type != 'cpu'\n"
+        "def e(t):\n    return t.is_cuda or torch.version.cuda\n"
+        "def f(d):\n    return d in ('cuda', 'xpu')\n"
+        "def g(p):\n    return p.ProfilerActivity.CUDA\n")
+    assert cuda_sites(tmp_path) == {"m.py::a", "m.py::b", "m.py::C.c", "m.py::e", "m.py::f", "m.py::g"}

@@ -66,10 +66,13 @@ def test_on_a_gpu_run_only_a_real_crossing_counts():
     assert _classify(to, (pin_memory(host), "cuda"), {"non_blocking": True}, gpu) is None
     assert _classify(to, (dev, "cpu"), {}, gpu) == "to(cpu)"                 # device to host: a read
     assert _classify(to, (dev, "meta"), {}, gpu) is None                     # device to device
+    assert _classify(to, (host, "cuda", torch.float32, False, True), {}, gpu) == "to(device) from host"  # copy=True
+    assert _classify(to, (pin_memory(host), "cuda", torch.float32, True), {}, gpu) is None   # non_blocking=True
     assert _classify(torch.Tensor.cuda, (host,), {}, gpu) == "to(device) from host"
     assert _classify(torch.Tensor.copy_, (dev, host), {}, gpu) is None       # meta: count_host_operands' job
 
 
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="a host with an accelerator pins for real (a copy)")
 def test_pin_memory_marks_where_it_cannot_pin():
     x = torch.ones(3)
     p = pin_memory(x)

@@ -26,11 +26,9 @@ start)
   what=${1:?smoke|full}; shift
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   PYTHONPATH=/tmp/site python3 -m ipykernel install --prefix /tmp/jk --name perflab --display-name "Python (perflab)" >/dev/null 2>&1
-  rm -rf /tmp/w "$R" && mkdir -p /tmp/w "$R" && cp -r . /tmp/w/ && rm -rf /tmp/w/.whl
+  rm -rf /tmp/w "$R/progress.log" && mkdir -p /tmp/w "$R" && cp -r . /tmp/w/ && rm -rf /tmp/w/.whl  # $R keeps earlier runs
   commit=$(cat .whl/COMMIT 2>/dev/null || echo unknown)
-  kind=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oiE 'h100|h200|a100|l40s|l4' | tr A-Z a-z)
   short=${commit:0:7}; case "$commit" in *-dirty) short="$short-dirty" ;; esac
-  out="$R/${kind:-gpu}/$short"   # the folder perflab gpu-check would name from the commit
   case "$what" in
     smoke) args=(gpu-check "$@" --params gpu-smoke) ;;
     full)  args=(gpu-check "$@" --params gpu --no-tests) ;;
@@ -40,11 +38,13 @@ start)
 cd /tmp/w
 export PYTHONPATH=/tmp/site:/tmp/w/src PYTHONUNBUFFERED=1 JUPYTER_PATH=/tmp/jk/share/jupyter MPLBACKEND=Agg \
        PATH=/tmp/site/bin:\$PATH PERFLAB_COMMIT=$commit
-python3 -m perflab.cli ${args[*]} --out $out --no-progress > $R/log.txt 2>&1
+kind=\$(python3 -c "from perflab.env import device_kind, pick_device; print(device_kind(pick_device('cuda')))")
+# the folder perflab gpu-check names (outputs/<gpu kind>/<commit>/), under $R
+python3 -m perflab.cli ${args[*]} --out $R/\$kind/$short --no-progress > $R/log.txt 2>&1
 echo "ALLDONE rc=\$?" >> $R/progress.log
 RUN
   (setsid nohup bash /tmp/w/.run.sh > /tmp/run.log 2>&1 < /dev/null &)
-  echo "started: perflab ${args[*]} -> $out"
+  echo "started: perflab ${args[*]} -> $R/<gpu kind>/$short"
   ;;
 wait)
   end=$((SECONDS + ${1:-560}))

@@ -172,14 +172,11 @@ def cmd_run(args) -> int:
 
 def cmd_gpu_check(args) -> int:
     from . import gpucheck
-    from .env import device_kind, git_commit, pick_device
+    from .env import git_commit
 
-    try:
-        dev = pick_device("cuda")
-    except ValueError as e:
-        raise nbs.NotebookError(f"needs a GPU host: {e}") from None
+    kind = gpucheck.gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
     nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks, p_dir=args.params_dir)
-    args.out = args.out or gpucheck.default_out(device_kind(dev), git_commit())  # names checked before anything runs
+    args.out = args.out or gpucheck.default_out(kind, git_commit())  # names checked before anything runs
     tests = gpucheck.earlier_tests(args.out) if args.no_tests else gpucheck.run_gpu_tests(args.out)
     print(f"gpu-check: GPU tests {tests[1]}", flush=True)
     args.no_report = False
@@ -253,11 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
             "sweep": cmd_sweep, "compare": cmd_compare}
+    from .gpucheck import NoGPU
     from .sweep import SweepError
 
     try:
         return cmds[args.cmd](args)
-    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError) as e:
+    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError, NoGPU) as e:
         print(f"perflab {args.cmd}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a notebook's execution (those are recorded where they stop)

@@ -21,6 +21,20 @@ from .paths import repo_root
 TESTS_HEADER = "## GPU tests (`pytest -m gpu`)"
 
 
+class NoGPU(RuntimeError):
+    pass
+
+
+def gpu_kind() -> str:
+    """`perflab.env.device_kind` of the CUDA device ("h100", ...), asked in a child process so that this one (the
+    runner) holds no CUDA context while the notebooks run; NoGPU with the reason on a host without CUDA."""
+    code = "from perflab.env import device_kind, pick_device; print(device_kind(pick_device('cuda')))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise NoGPU(f"needs a GPU host: {(r.stderr.strip().splitlines() or ['no CUDA device'])[-1]}")
+    return r.stdout.strip()
+
+
 def default_out(kind: str, commit: dict) -> Path:
     """outputs/<gpu kind>/<short commit>[-dirty]/ ("unknown-commit" when the commit cannot be told)."""
     sha = (commit["commit"][:7] if commit.get("commit") else "unknown-commit") + ("-dirty" if commit.get("dirty") else "")

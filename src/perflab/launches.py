@@ -14,7 +14,8 @@ It runs the block under `torch.profiler` and reads its events:
   kernels. The host's calls into the CUDA runtime are split by what they start: `.kernel_launches`
   (cudaLaunchKernel, and cuLaunchKernel / cuLaunchKernelEx, the driver calls Triton's launcher makes),
   `.graph_launches` (cudaGraphLaunch), `.copy_calls` (cudaMemcpyAsync), `.memset_calls`; `.runtime_launches` is
-  their sum. A CUDA graph that draws random numbers launches two RNG-state fills before each replay (PyTorch PR
+  their sum (CUDA 13 names its <<<>>> launches `__cudaLaunchKernel`: matched by name too; any other runtime call
+  is kept by name in `.other_calls`). A CUDA graph that draws random numbers launches two RNG-state fills before each replay (PyTorch PR
   #143777: `seed_extragraph_.fill_()` and `offset_extragraph_.fill_()` in `replay_prologue`), so one replay of
   such a graph is 1 graph launch + 2 kernel launches;
 - on CPU there are no kernels to see, so `.total` is the proxy a CPU can see: the aten ops dispatched from
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 
 import torch
 from torch.autograd import DeviceType
@@ -34,12 +36,12 @@ from torch.profiler import ProfilerActivity, profile
 
 from .env import pick_device
 
-# host calls into the CUDA runtime / driver, by what they start on the device
-_KERNEL_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
-                    "cuLaunchKernel", "cuLaunchKernelEx"}   # cuLaunchKernelEx: Triton >= 3.2's launcher
-_GRAPH_LAUNCHES = {"cudaGraphLaunch"}
-_COPY_CALLS = {"cudaMemcpyAsync", "cudaMemcpy", "cudaMemcpy2DAsync"}
-_MEMSET_CALLS = {"cudaMemsetAsync", "cudaMemset"}
+# host calls into the CUDA runtime / driver, told apart by name: cudaLaunchKernel, __cudaLaunchKernel (CUDA 13's
+# entry point for <<<>>> launches), cuLaunchKernel(Ex) (Triton >= 3.2's launcher), cudaGraphLaunch, cudaMemcpy*,
+# cudaMemset*; any other cuda*/cu* call is kept by name in `.other_calls` (a new name shows up there, not as 0)
+_LAUNCH_KINDS = (("GraphLaunch", "graph_launches"), ("LaunchKernel", "kernel_launches"),
+                 ("LaunchCooperativeKernel", "kernel_launches"), ("Memcpy", "copy_calls"), ("Memset", "memset_calls"))
+_RUNTIME_CALL = re.compile(r"_*cu(da)?[A-Z]")   # cudaXxx, __cudaXxx, cuXxx: the runtime's and the driver's API
 _GRAPH_CALL = "## Call CompiledFxGraph"
 
 
@@ -70,6 +72,7 @@ class LaunchCounter:
         self.graph_launches = 0     # host calls that launch a CUDA graph (GPU)
         self.copy_calls = 0         # host calls that start a copy (GPU)
         self.memset_calls = 0       # host calls that start a memset (GPU)
+        self.other_calls: collections.Counter[str] = collections.Counter()  # other runtime/driver calls, by name
         self.aten_ops = 0           # top-level aten ops dispatched (any device)
         self.graph_calls = 0        # compiled-graph calls (torch.compile)
         self.by_op: collections.Counter[str] = collections.Counter()
@@ -124,14 +127,12 @@ class LaunchCounter:
                 self.graph_calls += 1
                 if not self.on_device:
                     self.by_op["compiled graph"] += 1
-            elif name in _KERNEL_LAUNCHES:
-                self.kernel_launches += 1
-            elif name in _GRAPH_LAUNCHES:
-                self.graph_launches += 1
-            elif name in _COPY_CALLS:
-                self.copy_calls += 1
-            elif name in _MEMSET_CALLS:
-                self.memset_calls += 1
+            elif _RUNTIME_CALL.match(name):
+                kind = next((k for part, k in _LAUNCH_KINDS if part in name), None)
+                if kind is None:
+                    self.other_calls[name] += 1
+                else:
+                    setattr(self, kind, getattr(self, kind) + 1)
             elif name.startswith("aten::") and not _inside_aten(e):
                 self.aten_ops += 1
                 if not self.on_device:
@@ -142,6 +143,7 @@ class LaunchCounter:
                 "memsets": self.memsets, "kernel_launches": self.kernel_launches,
                 "graph_launches": self.graph_launches, "copy_calls": self.copy_calls,
                 "memset_calls": self.memset_calls, "runtime_launches": self.runtime_launches,
+                "other_calls": dict(self.other_calls),
                 "aten_ops": self.aten_ops, "graph_calls": self.graph_calls}
 
     def __repr__(self) -> str:

@@ -116,12 +116,13 @@ def peak_memory(device: torch.device | str = "cpu") -> PeakMemory:
 
 
 def device_memory(device: torch.device | str) -> dict:
-    """Free and total memory of the device in bytes (CUDA: the driver's free memory plus what torch's caching
-    allocator holds without using it, which the next allocations reuse; CPU: system RAM)."""
+    """Free and total memory of the device in bytes (CUDA: the driver's free memory after torch's caching allocator
+    hands back the blocks it holds unused, which the driver counts as used; blocks in a live CUDA graph's private
+    pool stay, since ordinary allocations cannot use them either; CPU: system RAM)."""
     dev = torch.device(device)
     if dev.type == "cuda":
+        torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info(dev)
-        cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)  # the driver counts it as used
-        return {"free_bytes": free + cached, "total_bytes": total}
+        return {"free_bytes": free, "total_bytes": total}
     vm = psutil.virtual_memory()
     return {"free_bytes": vm.available, "total_bytes": vm.total}

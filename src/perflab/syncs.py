@@ -78,14 +78,17 @@ def _has_bool_index(index) -> bool:
 
 
 def _target(args, kwargs) -> torch.device | None:
-    """The device a Tensor.to(...) / copy call names, or None when it names none."""
-    target = kwargs.get("device")
-    for a in args[1:]:
-        if isinstance(a, (str, torch.device)):
-            target = a
-        elif isinstance(a, T):
-            target = a.device
-    return torch.device(target) if target is not None else None
+    """The device a Tensor.to(...) call names (its first argument: a device, a device index or another tensor; or
+    device=...), or None when it names none (a dtype only)."""
+    target = args[1] if len(args) > 1 else kwargs.get("device")
+    if isinstance(target, T):
+        return target.device
+    if not isinstance(target, (str, torch.device, int)) or isinstance(target, bool):
+        return None
+    try:
+        return torch.device(target)  # an int is a device index: the accelerator's
+    except RuntimeError:  # an index on a host without an accelerator: the call itself will refuse it
+        return None
 
 
 # Tensors built from Python data: on a device, a blocking copy from pageable host memory.
@@ -122,7 +125,14 @@ def _moves_to(src: T, target: torch.device | None, compute: torch.device) -> boo
 
 
 def _non_blocking(args, kwargs, pos: int) -> bool:
-    return bool(kwargs.get("non_blocking") or any(a is True for a in args[pos:]))
+    """The `non_blocking` of a call whose positional non_blocking is args[pos] (copy=... may follow it)."""
+    return bool(kwargs.get("non_blocking") or (len(args) > pos and args[pos] is True))
+
+
+def _to_non_blocking(args, kwargs) -> bool:
+    """Tensor.to(device, dtype, non_blocking, copy) | to(dtype, non_blocking, copy) | to(other, non_blocking, copy)."""
+    named_device = len(args) > 1 and not isinstance(args[1], (torch.dtype, T))
+    return _non_blocking(args, kwargs, 3 if named_device else 2)
 
 
 def _classify(func, args, kwargs, compute: torch.device) -> str | None:
@@ -149,7 +159,7 @@ def _classify(func, args, kwargs, compute: torch.device) -> str | None:
     if func is T.to and args and isinstance(args[0], T):
         target = _target(args, kwargs)
         if _moves_to(args[0], target, compute):
-            return "to(device) from host" if _blocking(args[0], _non_blocking(args, kwargs, 2)) else None
+            return "to(device) from host" if _blocking(args[0], _to_non_blocking(args, kwargs)) else None
         if args[0].device.type != "cpu" and target is not None and target.type == "cpu":
             return "to(cpu)"
         return None

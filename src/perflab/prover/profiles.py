@@ -13,6 +13,7 @@ import os
 import sys
 
 import torch
+from torch.autograd import DeviceType
 
 from ..bench import measure
 from ..env import synchronize
@@ -80,8 +81,9 @@ def step_profile(step: GreedyStep, candidates: torch.Tensor, batch: int, *, min_
                     description=f"{step.mode}/{step.backend}", min_run_time=min_run_time, max_run_time=max_run_time,
                     warmup=0, device=dev)
     key = self_time_key(dev)
-    avg = [e for e in prof.key_averages() if e.key.startswith(("aten::", "## Call", "triton", "void", "cpp_"))
-           or dev.type != "cpu"]
+    # on a GPU the device's own events (kernels, copies), so an op and the kernel it launched are not both counted
+    avg = [e for e in prof.key_averages() if (e.device_type != DeviceType.CPU if dev.type != "cpu"
+                                              else e.key.startswith(("aten::", "## Call", "triton", "void", "cpp_")))]
     total = sum(getattr(e, key) for e in avg) or 1.0
     top = sorted(avg, key=lambda e: -getattr(e, key))[:row_limit]
     n = res.steps_executed

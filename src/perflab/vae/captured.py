@@ -79,7 +79,9 @@ TESTED_TORCH = "2.13"  # the torch the compiled captured step is tested with (CP
 def traced_backward_problem() -> str | None:
     """None when this torch's dynamo traces `loss.backward()` into one graph (what a compiled captured step needs:
     `torch._dynamo.config.trace_autograd_ops` and dynamo's Tensor.backward rewrite, PyTorch PR #169415), else
-    what is missing. Probed once per process on a two-element function (backend "eager": no code generation)."""
+    what is missing. Probed once per process on a two-element function through dynamo and AOTAutograd (backend
+    "aot_eager": the rewritten backward, autograd.grad + accumulate_grad_, is traced as the step's would be; no
+    code generation)."""
     if not hasattr(torch._dynamo.config, "trace_autograd_ops"):
         return f"torch {torch.__version__} has no torch._dynamo.config.trace_autograd_ops"
     w = torch.ones(2, requires_grad=True)
@@ -89,7 +91,7 @@ def traced_backward_problem() -> str | None:
 
     try:
         with torch._dynamo.config.patch(trace_autograd_ops=True):
-            torch.compile(probe, backend="eager", fullgraph=True)(torch.ones(2))
+            torch.compile(probe, backend="aot_eager", fullgraph=True)(torch.ones(2))
     except Exception as e:  # dynamo's Unsupported (a graph break at backward) or an older API's error
         return f"torch {torch.__version__}'s dynamo cannot trace Tensor.backward() into one graph ({type(e).__name__})"
     return None
