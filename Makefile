@@ -4,7 +4,7 @@
 #   make lab   JupyterLab on the perflab kernel
 #
 # GPU hosts: install your CUDA build of torch instead of the CPU pin, e.g.
-#   make run TORCH_INDEX=https://download.pytorch.org/whl/cu128
+#   make run TORCH_INDEX=https://download.pytorch.org/whl/cu130   (torch==2.13.0: what CI tests)
 # or reuse a torch already installed system-wide:
 #   make run VENV_FLAGS=--system-site-packages TORCH=
 

@@ -18,9 +18,10 @@ def test_parameters_cell_matches_the_dataclass(name):
     assert schema_mismatches(NOTEBOOKS[name], schema(name)) == []
 
 
+@pytest.mark.parametrize("preset", ["gpu", "gpu-smoke"])
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_gpu_preset_is_valid(name):
-    [(_, _, params)] = plan([name], preset="gpu")   # refuses unknown names and wrong types
-    assert params, f"params/gpu/{name}.yaml is missing or empty"
+def test_gpu_preset_is_valid(name, preset):
+    [(_, _, params)] = plan([name], preset=preset)   # refuses unknown names and wrong types
+    assert params, f"params/{preset}/{name}.yaml is missing or empty"
     cfg = validate(params, schema(name))             # and the dataclass's own checks
     assert cfg.device in ("cuda", "auto")

@@ -146,6 +146,10 @@ def test_only_sync_free_steps_can_be_captured():
 @pytest.mark.gpu
 @pytest.mark.parametrize("compile", ["off", "default"])
 def test_cuda_one_replay_per_step_same_math_no_sync(compile):
+    from perflab.vae.captured import traced_backward_problem, unsupported_message
+
+    if compile != "off" and (problem := traced_backward_problem()) is not None:
+        pytest.skip(unsupported_message(problem))  # this torch: 05 runs the eager form (README)
     dev = torch.device("cuda")
     data = make_batches(8, batch=64, group=1, seed=0, per_kind=12, device=dev)
     kw = dict(KW, device=dev)
@@ -159,10 +163,13 @@ def test_cuda_one_replay_per_step_same_math_no_sync(compile):
     rtol, atol = (1e-5, 1e-6) if compile == "off" else (1e-4, 1e-5)
     for p, q in zip(ref.model.parameters(), tr.model.parameters()):
         torch.testing.assert_close(q, p, rtol=rtol, atol=atol)
-    with count_launches() as c, assert_no_host_syncs(cuda_debug=True) as s:
+    with count_launches() as c, assert_no_host_syncs(dev, cuda_debug=True) as s:
         for x, y in data[:4]:
             tr(x, y)
-    assert c.runtime_launches <= 3 * 4 and c.kernels > 4 * 20 and s.cuda_debug_warnings == 0
+    # per step: one graph launch, the two RNG-state fills before a replay of a graph that draws random numbers
+    # (PyTorch PR #143777), the two input copies; every kernel of the step inside the replay
+    assert (c.graph_launches, c.kernel_launches, c.copy_calls) == (4, 2 * 4, 2 * 4), c.as_dict()
+    assert c.kernels > 4 * 20 and s.cuda_debug_warnings == 0
     with pytest.raises(ValueError, match="captured for"):
         tr(*[t[:32] for t in data[0]])
     torch._dynamo.reset()

@@ -66,11 +66,11 @@ def _evidence(device_type="cpu", **over):
     syncs = {n: 13.0 for n in names} | {"optimized": 0.1, "captured": 0.1}
     ev = Evidence(times=times, syncs_per_step=syncs, step_syncs={"optimized": 0, "captured": 0},
                   launches={"baseline": 240.0, "optimized": 230.0, "captured": 31.0},
-                  host_launches={"baseline": 0.0, "optimized": 0.0, "captured": 0.0},
+                  host_launches={n: dict(graph=0.0, kernel=0.0, copy=0.0, memset=0.0) for n in names},
                   remap_times={"remap_host": _m([1e-4] * 4), "remap_unique": _m([2e-4] * 4)},
                   unique_remap_syncs={"unique": 1, "__setitem__[bool mask]": 3},
                   curves={"baseline = optimized": True, "optimized = captured": True}, curve_steps=100,
-                  sep_grad_steers=True, epoch_batches=5000, batch=64, device_type=device_type, device_kind=device_type)
+                  captured_gap=2e-5, sep_grad_steers=True, epoch_batches=5000, batch=64, device_type=device_type, device_kind=device_type)
     return dataclasses.replace(ev, **over)
 
 
@@ -88,10 +88,18 @@ def test_claims_table_and_verdicts():
     lines = reading(_evidence(), rows, {MATMULS: 22.0, DRAWS: 7.0, GRAPH_CALLS: 1.0, "other": 1.0})
     assert "short of 10x by 1.3x" in lines[-1] and "matmuls (aten BLAS calls) 22" in lines[-1]
     assert "are 30 ops per step" in lines[-1] and "8.0x fewer than the baseline at most" in lines[-1]
-    gpu = {r["key"]: r["verdict"] for r in assess(_evidence("cuda", host_launches={"baseline": 300.0,
-                                                                                   "optimized": 290.0,
-                                                                                   "captured": 3.02}))}
+    # one replay of a graph that draws random numbers: 1 graph launch + 2 RNG-state fills (PyTorch PR #143777),
+    # its 2 input copies and the metric ring's read every 50 steps apart: 5.02 calls, "a few launches" holds
+    calls = {"baseline": dict(graph=0.0, kernel=300.0, copy=0.0, memset=0.0),
+             "optimized": dict(graph=0.0, kernel=290.0, copy=0.0, memset=0.0),
+             "captured": dict(graph=1.0, kernel=2.0, copy=2.02, memset=0.0)}
+    gpu_rows = assess(_evidence("cuda", host_launches=calls))
+    gpu = {r["key"]: r["verdict"] for r in gpu_rows}
     assert gpu["captured_10x"] == "holds" and gpu["captured_launches"] == "holds"
+    assert "1.00 graph launch + 2.00 kernel launches" in {r["key"]: r["measured"] for r in gpu_rows}["captured_launches"]
+    eager = dict(calls, captured=dict(graph=0.0, kernel=280.0, copy=2.0, memset=0.0))   # not replayed: many launches
+    assert {r["key"]: r["verdict"] for r in assess(_evidence("cuda", host_launches=eager))}["captured_launches"] == \
+        "does not hold"
     assert gpu["cpu_ops_10x"] == "not tested here"
     assert gpu["optimized_2x"] == "within noise"  # 2.0x whose p20/p80 range straddles 2x
     none_seen = _evidence("cuda", launches={"baseline": 300.0, "optimized": 290.0, "captured": 0.0})

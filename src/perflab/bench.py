@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 from torch.utils import benchmark
-from torch.utils.benchmark.utils.common import Measurement, TaskSpec
+from torch.utils.benchmark.utils.common import Measurement
 
 from .env import synchronize
 from .formatting import fmt_seconds
 
-__all__ = ["measure", "measure_interleaved", "measure_cuda_events", "summary", "fmt", "fmt_seconds", "speedup", "compare",
+__all__ = ["measure", "measure_interleaved", "summary", "fmt", "fmt_seconds", "speedup", "compare",
            "memory_bandwidth", "matmul_peak", "Measurement"]
 
 
@@ -75,29 +75,6 @@ def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: d
                                     description=(descriptions or {}).get(k, ""), warmup=warmup if r == 0 else 0,
                                     min_run_time=min_run_time / rounds, max_run_time=max_run_time / rounds, **kw))
     return {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
-
-
-def measure_cuda_events(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
-                        reps: int = 20, warmup: int = 3) -> Measurement:
-    """Time `fn()` on the current CUDA stream with CUDA events, one event pair per call.
-
-    Device time only (no host overhead between launches hides in it, unlike wall-clock timing):
-    use it for kernels and graph replays; use `measure` for end-to-end steps."""
-    if not torch.cuda.is_available():
-        raise ValueError("measure_cuda_events needs a CUDA device; use measure() on CPU")
-    for _ in range(warmup):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    times = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]  # ms -> s
-    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label=label, sub_label=sub_label,
-                    description=description, env="cuda-events", num_threads=torch.get_num_threads())
-    return Measurement(number_per_run=1, raw_times=times, task_spec=spec)
 
 
 def summary(m: Measurement) -> dict:
@@ -196,7 +173,7 @@ def matmul_peak(device: torch.device | str, dtype: torch.dtype = torch.float32, 
                 **kw) -> tuple[float, Measurement]:
     """Measured dense matmul throughput in FLOP/s for an n x n x n product, and its Measurement."""
     dev = torch.device(device)
-    n = n or (8192 if dev.type == "cuda" else 1024)
+    n = n or (8192 if dev.type != "cpu" else 1024)  # an accelerator needs a big product to reach its peak
     a = torch.randn(n, n, device=dev, dtype=dtype)
     b = torch.randn(n, n, device=dev, dtype=dtype)
     m = measure(lambda: a @ b, label="floor", sub_label=f"matmul {n}^3 {dtype}".replace("torch.", ""),

@@ -2,6 +2,7 @@
 
     perflab list
     perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
+    perflab gpu-check [NAME ...] [--params gpu-smoke]   (on a GPU host: pytest -m gpu + notebooks + REPORT.md)
     perflab report DIR
     perflab refresh [NAME ...]
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
@@ -48,6 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="run folder (default: $PERFLAB_OUT, else outputs/local)")
     p.add_argument("--params-dir", type=Path, default=None, help="preset root (default: <repo>/params)")
     p.add_argument("--no-report", action="store_true", help="do not write REPORT.md afterwards")
+    _common(p)
+
+    p = sub.add_parser("gpu-check", help="on a GPU host: pytest -m gpu, then the notebooks on a preset, one report")
+    p.add_argument("names", nargs="*", help="notebook names or unique prefixes (default: all)")
+    p.add_argument("--params", dest="preset", default="gpu-smoke", help="preset (default: gpu-smoke; gpu: full size)")
+    p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", type=Path, default=None, help="default: outputs/<gpu kind>/<commit>/")
+    p.add_argument("--no-tests", action="store_true", help="skip pytest -m gpu")
+    p.add_argument("--params-dir", type=Path, default=None)
     _common(p)
 
     p = sub.add_parser("report", help="write DIR/REPORT.md from DIR/results.jsonl")
@@ -161,6 +171,22 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_gpu_check(args) -> int:
+    from . import gpucheck
+    from .env import git_commit
+
+    kind = gpucheck.gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
+    nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks, p_dir=args.params_dir)
+    args.out = args.out or gpucheck.default_out(kind, git_commit())  # names checked before anything runs
+    tests = gpucheck.earlier_tests(args.out) if args.no_tests else gpucheck.run_gpu_tests(args.out)
+    print(f"gpu-check: GPU tests {tests[1]}", flush=True)
+    args.no_report = False
+    rc = cmd_run(args)  # the notebooks, then REPORT.md
+    gpucheck.lead_report(args.out / "REPORT.md", *tests)
+    print(f"gpu-check: {args.out / 'REPORT.md'}")
+    return rc or (1 if tests[0] else 0)
+
+
 def cmd_report(args) -> int:
     from . import report
 
@@ -225,13 +251,14 @@ def cmd_compare(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cmds = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "refresh": cmd_refresh,
+    cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
             "sweep": cmd_sweep, "compare": cmd_compare}
+    from .gpucheck import NoGPU
     from .sweep import SweepError
 
     try:
         return cmds[args.cmd](args)
-    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError) as e:
+    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError, NoGPU) as e:
         print(f"perflab {args.cmd}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a notebook's execution (those are recorded where they stop)

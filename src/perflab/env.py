@@ -96,18 +96,30 @@ def _cpu_model() -> str:
 
 @functools.lru_cache(maxsize=4)
 def git_commit(root: str | None = None) -> dict:
-    """The commit of the working tree at `root` (default: the repo perflab runs from) and whether it is dirty."""
+    """The commit of the perflab checkout at `root` (default: the repo perflab runs from) and whether it is dirty.
+
+    Only a repository that tracks this checkout's files counts: a copy of the tree without `.git` placed inside
+    another repository (a GPU host's work folder) must not be stamped with that repository's commit. There it comes from
+    $PERFLAB_COMMIT (`tools/gpu-session.sh` sets it from the commit the copy was made of: "<sha>" or "<sha>-dirty"),
+    else it is unknown (None)."""
     from .paths import repo_root
 
-    cwd = root or str(repo_root())
+    cwd = Path(root or repo_root()).resolve()
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=10).stdout.strip() != ""
-        return {"commit": sha, "dirty": dirty}
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "pyproject.toml"], cwd=cwd,
+                                 capture_output=True, text=True, timeout=10)
+        if tracked.returncode == 0:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                                 timeout=10, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                                   capture_output=True, text=True, timeout=10).stdout.strip() != ""
+            return {"commit": sha, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        pass
+    given = os.environ.get("PERFLAB_COMMIT", "").strip()
+    if re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", given):
+        return {"commit": given.removesuffix("-dirty"), "dirty": given.endswith("-dirty")}
+    return {"commit": None, "dirty": None}
 
 
 def host_stamp() -> dict:

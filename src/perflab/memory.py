@@ -116,9 +116,12 @@ def peak_memory(device: torch.device | str = "cpu") -> PeakMemory:
 
 
 def device_memory(device: torch.device | str) -> dict:
-    """Free and total memory of the device in bytes (CUDA: the driver's numbers; CPU: system RAM)."""
+    """Free and total memory of the device in bytes (CUDA: the driver's free memory after torch's caching allocator
+    hands back the blocks it holds unused, which the driver counts as used; blocks in a live CUDA graph's private
+    pool stay, since ordinary allocations cannot use them either; CPU: system RAM)."""
     dev = torch.device(device)
     if dev.type == "cuda":
+        torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info(dev)
         return {"free_bytes": free, "total_bytes": total}
     vm = psutil.virtual_memory()

@@ -65,7 +65,7 @@ def environment_line(device: torch.device) -> str:
     commit = git_commit()
     sha = (commit["commit"] or "no git")[:10] + (" (dirty tree)" if commit["dirty"] else "")
     return (f"{device_name(device)} ({device}) | torch {torch.__version__}"
-            + (f", CUDA {torch.version.cuda}" if device.type == "cuda" else "")
+            + (f", CUDA {torch.version.cuda}" if device.type != "cpu" and torch.version.cuda else "")
             + f" | {torch.get_num_threads()} CPU thread(s) | commit {sha}")
 
 

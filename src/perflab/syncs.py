@@ -3,18 +3,28 @@
 A host sync is a point where Python must wait for the device: reading a value (`.item()`,
 `.tolist()`, `float(t)`, `if t:`), copying to the host (`.cpu()`, `.numpy()`), an op whose output
 size depends on the data (`torch.unique`, `nonzero`, boolean-mask indexing, `repeat_interleave`
-without `output_size`), or a blocking copy *from* the host: a tensor built from Python data on a device
-(`torch.tensor(list, device=d)`, `torch.as_tensor`, `t.new_tensor(list)`) is a copy from pageable host
-memory, which CUDA runs as memcpy + stream synchronize (counted as "tensor(host list) -> device" on
-every device, since the call is the same on a CPU run); `.to(device)`, `.cuda()` and `copy_` from a host
-tensor to a device without `non_blocking=True` are counted where the copy really crosses (a GPU run). On a GPU each
-one stalls the launch queue; on a CPU they cost little, which is why they go unnoticed until a run moves
-to a GPU. This counter sees the *calls*, so it counts them the same on CPU and GPU and CI can assert
-that a hot loop is sync-free:
+without `output_size`), or a blocking copy *from* the host. On a GPU each one stalls the launch queue; on
+a CPU they cost little, which is why they go unnoticed until a run moves to a GPU. This counter sees the
+*calls*, so it counts them the same on CPU and GPU and CI can assert that a hot loop is sync-free:
 
-    with count_host_syncs() as syncs:
+    with count_host_syncs(device) as syncs:
         step(batch)
     assert syncs.total == 0, syncs.by_op
+
+Copies from the host are counted as a GPU run makes them, on every device (`device` is the compute
+device the block runs on; default: CUDA when present, else the CPU):
+- a tensor built from Python data on a device (`torch.tensor(list, device=d)`, `torch.as_tensor`,
+  `t.new_tensor(list)`) is a copy from pageable host memory, which CUDA runs as memcpy + stream synchronize:
+  "tensor(host list) -> device";
+- a move of a host tensor to the compute device (`.to(device)`, `.to(other)`, `.cuda()`, `copy_` into a
+  device tensor) blocks unless it is `non_blocking=True` *from pinned memory* (from pageable memory CUDA
+  synchronizes the stream before the copy, non_blocking or not): "to(device) from host". On a CPU run the
+  compute device is the host, so `.to(device)` of a CPU tensor is that same call: it counts as the copy a GPU
+  run makes (a `.to(device)` of data already on the device counts too: keep such no-ops out of hot loops).
+  Pinned memory cannot exist without an accelerator, so `pin_memory(t)` marks the tensor instead there, and
+  the counter reads the mark as a GPU host reads the page lock: the same code pins for real on a GPU.
+  A `copy_` between two CPU tensors is not counted on a CPU run (host and device are one memory there);
+  `count_host_operands()` on the meta device sees those.
 
 It is a `TorchFunctionMode`: it sees calls made in eager mode, not inside a compiled graph. On CUDA,
 `cuda_debug=True` also turns on `torch.cuda.set_sync_debug_mode("warn")` and counts the warnings
@@ -38,6 +48,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+from .env import pick_device
 
 T = torch.Tensor
 
@@ -66,36 +78,65 @@ def _has_bool_index(index) -> bool:
 
 
 def _target(args, kwargs) -> torch.device | None:
-    """The device a Tensor.to(...) / copy call names, or None when it names none."""
-    target = kwargs.get("device")
-    for a in args[1:]:
-        if isinstance(a, (str, torch.device)):
-            target = a
-        elif isinstance(a, T):
-            target = a.device
-    return torch.device(target) if target is not None else None
-
-
-def _to_host(args, kwargs) -> bool:
-    """True when Tensor.to(...) moves a non-CPU tensor to the CPU."""
-    target = _target(args, kwargs)
-    return args[0].device.type != "cpu" and target is not None and target.type == "cpu"
+    """The device a Tensor.to(...) call names (its first argument: a device, a device index or another tensor; or
+    device=...), or None when it names none (a dtype only)."""
+    target = args[1] if len(args) > 1 else kwargs.get("device")
+    if isinstance(target, T):
+        return target.device
+    if not isinstance(target, (str, torch.device, int)) or isinstance(target, bool):
+        return None
+    try:
+        return torch.device(target)  # an int is a device index: the accelerator's
+    except RuntimeError:  # an index on a host without an accelerator: the call itself will refuse it
+        return None
 
 
 # Tensors built from Python data: on a device, a blocking copy from pageable host memory.
 _FROM_HOST_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
 
 
-def _from_host(args, kwargs) -> bool:
-    """True when a copy to a device reads a host tensor without non_blocking (.to, .cuda)."""
-    if args[0].device.type != "cpu" or kwargs.get("non_blocking") or any(a is True for a in args[2:]):
+def is_pinned(t: T) -> bool:
+    """Page-locked host memory, or a tensor `pin_memory` marked on a host that cannot pin (module doc)."""
+    return bool(getattr(t, "_perflab_pinned", False)) or t.is_pinned()
+
+
+def pin_memory(t: T) -> T:
+    """`t` in page-locked memory, so `.to(device, non_blocking=True)` really is asynchronous. A host without
+    an accelerator cannot pin (torch raises): there `t` comes back as a view marked pinned, which the sync
+    counter reads as the page lock a GPU host would have made (module doc)."""
+    if torch.accelerator.is_available():
+        return t.pin_memory()
+    view = t.view_as(t)
+    view._perflab_pinned = True
+    return view
+
+
+def _blocking(src: T, non_blocking: bool) -> bool:
+    return not (non_blocking and is_pinned(src))
+
+
+def _moves_to(src: T, target: torch.device | None, compute: torch.device) -> bool:
+    """Does a copy of host tensor `src` to `target` cross to the compute device (module doc)?"""
+    if src.device.type != "cpu" or target is None:
         return False
-    target = _target(args, kwargs)
-    return target is not None and target.type not in ("cpu", "meta")
+    if target.type == "cpu":
+        return compute.type == "cpu"   # a CPU run: the host is the compute device, the call is the GPU run's copy
+    return target.type != "meta"        # meta has no memory: count_host_operands covers it
 
 
-def _classify(func, args, kwargs) -> str | None:
-    """Name of the sync this call causes, or None."""
+def _non_blocking(args, kwargs, pos: int) -> bool:
+    """The `non_blocking` of a call whose positional non_blocking is args[pos] (copy=... may follow it)."""
+    return bool(kwargs.get("non_blocking") or (len(args) > pos and args[pos] is True))
+
+
+def _to_non_blocking(args, kwargs) -> bool:
+    """Tensor.to(device, dtype, non_blocking, copy) | to(dtype, non_blocking, copy) | to(other, non_blocking, copy)."""
+    named_device = len(args) > 1 and not isinstance(args[1], (torch.dtype, T))
+    return _non_blocking(args, kwargs, 3 if named_device else 2)
+
+
+def _classify(func, args, kwargs, compute: torch.device) -> str | None:
+    """Name of the sync this call causes on a run whose compute device is `compute`, or None."""
     name = _ALWAYS.get(func)
     if name is not None:
         return name
@@ -115,18 +156,20 @@ def _classify(func, args, kwargs) -> str | None:
     if func in (T.index_put_, T.index_put, torch.index_put) and any(
             isinstance(i, T) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ())):
         return "index_put[bool mask]"
-    if func is T.to and args and isinstance(args[0], T) and _to_host(args, kwargs):
-        return "to(cpu)"
-    if func is T.to and args and isinstance(args[0], T) and _from_host(args, kwargs):
-        return "to(device) from host"
-    if func is T.cuda and args and isinstance(args[0], T) and args[0].device.type == "cpu" \
-            and not kwargs.get("non_blocking"):
-        return "to(device) from host"
+    if func is T.to and args and isinstance(args[0], T):
+        target = _target(args, kwargs)
+        if _moves_to(args[0], target, compute):
+            return "to(device) from host" if _blocking(args[0], _to_non_blocking(args, kwargs)) else None
+        if args[0].device.type != "cpu" and target is not None and target.type == "cpu":
+            return "to(cpu)"
+        return None
+    if func is T.cuda and args and isinstance(args[0], T) and args[0].device.type == "cpu":
+        return "to(device) from host" if _blocking(args[0], _non_blocking(args, kwargs, 2)) else None
     if func is T.copy_ and len(args) > 1 and isinstance(args[1], T):
         dst, src = args[0].device.type, args[1].device.type
         if dst == "cpu" and src != "cpu":
             return "copy_(to cpu)"
-        if src == "cpu" and dst not in ("cpu", "meta") and not (kwargs.get("non_blocking") or args[2:3] == (True,)):
+        if src == "cpu" and dst not in ("cpu", "meta") and _blocking(args[1], _non_blocking(args, kwargs, 2)):
             return "copy_(from host)"
     return None
 
@@ -153,7 +196,7 @@ class _SyncMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = _classify(func, args, kwargs)
+        name = _classify(func, args, kwargs, self.counter.device)
         if name is not None:
             self.counter.by_op[name] += 1
         return func(*args, **kwargs)
@@ -162,9 +205,11 @@ class _SyncMode(TorchFunctionMode):
 class HostSyncCounter:
     """Result of `count_host_syncs()`: `.total` and `.by_op` (a Counter of sync kinds)."""
 
-    def __init__(self, cuda_debug: bool = False):
+    def __init__(self, device: torch.device | str | None = None, cuda_debug: bool | None = None):
+        self.device = torch.device(device) if device is not None else pick_device("auto")
         self.by_op: collections.Counter[str] = collections.Counter()
-        self.cuda_debug = cuda_debug and torch.cuda.is_available()
+        # CUDA's own second opinion (sync debug mode): on by default where the compute device is CUDA
+        self.cuda_debug = (self.device.type == "cuda" if cuda_debug is None else cuda_debug) and torch.cuda.is_available()
         self.cuda_debug_warnings = 0
         self._mode = _SyncMode(self)
         self._sync_fn = None
@@ -212,13 +257,15 @@ class HostSyncCounter:
         return f"HostSyncCounter(total={self.total}, by_op={dict(self.by_op)})"
 
 
-def count_host_syncs(cuda_debug: bool = False) -> HostSyncCounter:
-    """Context manager counting device-to-host synchronizations inside the block (see module doc).
+def count_host_syncs(device: torch.device | str | None = None, cuda_debug: bool | None = None) -> HostSyncCounter:
+    """Context manager counting device-to-host synchronizations inside the block (see module doc); `device`
+    is the compute device the block runs on (default: CUDA when present, else the CPU); `cuda_debug` (default:
+    when that device is CUDA) adds CUDA's sync debug mode's warnings (`.cuda_debug_warnings`).
 
     `torch.cuda.synchronize()` and `perflab.env.synchronize(device)` are counted as "synchronize" on
     every device (the former is a no-op inside the block on a CPU-only host).
     """
-    return HostSyncCounter(cuda_debug=cuda_debug)
+    return HostSyncCounter(device, cuda_debug=cuda_debug)
 
 
 class HostSyncError(AssertionError):

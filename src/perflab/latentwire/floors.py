@@ -44,7 +44,7 @@ def floors(p: LatentWireParams, device) -> dict[str, tuple[float, Measurement]]:
     both at one size: the kit's on CUDA (8192^3), 512^3 on a CPU (a CPU without bf16 units takes seconds
     for one 1024^3 bf16 product, and 512^3 already fills an fp32 core's vector units)."""
     kw = dict(min_run_time=p.min_run_time / 2, max_run_time=p.max_run_time / 2,
-              n=None if torch.device(device).type == "cuda" else 512)
+              n=None if torch.device(device).type != "cpu" else 512)
     return {"fp32": matmul_peak(device, torch.float32, **kw), "bf16": matmul_peak(device, torch.bfloat16, **kw)}
 
 

@@ -2,7 +2,7 @@
 
 With every toggle off this runs the baseline's computation (same order of samples, same losses: tested);
 each toggle changes one thing:
-    pin_memory     pinned host batches (on CUDA) and .to(device, non_blocking=True)
+    pin_memory     pinned host batches and .to(device, non_blocking=True) (marked pinned on a CPU host: syncs.pin_memory)
     dataloader     a DataLoader + DistributedSampler (shuffled, drop_last) instead of manual indexing;
                    num_workers worker processes, persistent across epochs when persistent_workers
     pretokenize    PretokenizedCache: every example tokenized once; a batch is a gather
@@ -91,9 +91,9 @@ class OptimizedTrainer(TrainerBase):
         t = self.t = toggles
         cfg = self.core.cfg
         self.core.set_options(attention="sdpa" if t.sdpa else "manual", checkpointing=t.checkpointing)
-        # page-locked memory exists only with a CUDA host allocator; on CPU there is no copy to overlap
-        self.pin = t.pin_memory and self.device.type == "cuda"
-        self.non_blocking = t.pin_memory
+        # pinned host batches and non-blocking copies: on a host without an accelerator the batches are only
+        # marked pinned (perflab.syncs.pin_memory), so the sync counter sees the copies a GPU run would make
+        self.pin = self.non_blocking = t.pin_memory
         self.cache = None
         if t.pretokenize:  # once, before training: every later batch is a gather of ready tensors
             self.cache = PretokenizedCache.for_model(examples, self.tok, cfg,
@@ -103,10 +103,11 @@ class OptimizedTrainer(TrainerBase):
             cache = self.cache if self.cache is not None else PretokenizedCache.for_model(examples, self.tok, cfg)
             self.widths = cache.widths
         self.loader, self.epoch, self._it = None, 0, None  # _it: the DataLoader iterator that owns the workers
+        self.loader_pins = self.pin and torch.accelerator.is_available()  # its pin thread needs an accelerator
         if t.dataloader:
             self.loader, self.sampler = make_loader(examples, self.tok, cfg, self.cache, batch_size=self.batch_size,
                                                     num_workers=t.num_workers, persistent_workers=t.persistent_workers,
-                                                    pin_memory=self.pin, seed=seed, rank=self.rank, world=self.world,
+                                                    pin_memory=self.loader_pins, seed=seed, rank=self.rank, world=self.world,
                                                     widths=self.widths)
             self.batches = self._loader_batches()
         else:
@@ -134,7 +135,8 @@ class OptimizedTrainer(TrainerBase):
             self.sampler.set_epoch(self.epoch)  # a new shuffle per epoch, the same on every rank
             self.epoch += 1
             self._it = iter(self.loader)  # persistent workers: the loader's own iterator, reused across epochs
-            yield from self._it
+            for batch in self._it:
+                yield batch.pin_memory() if self.pin and not self.loader_pins else batch  # marked, on a CPU host
 
     def worker_pids(self) -> list[int]:
         """Process ids of this trainer's live DataLoader workers (none without dataloader/num_workers)."""

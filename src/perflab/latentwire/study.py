@@ -21,7 +21,7 @@ import torch
 
 from ..bench import Measurement, measure, speedup, speedup_range, summary
 from ..env import synchronize
-from ..launches import count_launches
+from ..launches import count_launches, profiler_activities, self_time_key
 from ..memory import peak_memory
 from .activations import saved_activations
 from .batches import PretokenizedCache, batch_on_the_fly
@@ -111,7 +111,7 @@ def prepare_variant(v: Variant, examples, *, p: LatentWireParams, device, accum_
         forwards = None if compiled else (model.lm.forward_calls - f0) / trainer.accum_steps
         with count_launches(device) as launches:
             trainer.step()
-        if launches.device_type == "cuda" and launches.kernels == 0:  # kineto's errors are silenced (launches.py)
+        if launches.on_device and launches.kernels == 0:  # kineto's errors are silenced (launches.py)
             warnings.warn("the profiler saw no CUDA kernels in a training step (CUPTI unavailable?)", stacklevel=2)
         n, _ = steps_per_block(trainer.step, device, p.block_s)
         trainer.pause()  # no worker pool waits beside the variants prepared or timed after this one
@@ -201,18 +201,15 @@ def profile_step(v: Variant, examples, *, p: LatentWireParams, device, row_limit
     """Where one step of `v` (one micro-batch) spends its time: torch.profiler's table of the ops with the
     most self time on the device (CUDA kernels on a GPU, host time on a CPU)."""
     trainer, _ = prepare_variant(v, examples, p=p, device=device, accum_steps=1)
-    cuda = torch.device(device).type == "cuda"
-    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     try:
         trainer.step()  # its DataLoader workers start again (prepare_variant paused them)
         synchronize(device)
-        with torch.profiler.profile(activities=acts) as prof:
+        with torch.profiler.profile(activities=profiler_activities(device)) as prof:
             trainer.step()
             synchronize(device)
     finally:
         trainer.close()
-    key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    return prof.key_averages().table(sort_by=key, row_limit=row_limit)
+    return prof.key_averages().table(sort_by=self_time_key(device), row_limit=row_limit)
 
 
 def dips(rows: list[VariantResult]) -> list[tuple[VariantResult, VariantResult]]:

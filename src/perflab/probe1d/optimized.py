@@ -96,7 +96,7 @@ class OptimizedSolver:
         materialized planes (inductor's CPU code stores a reused exp between its two loops: at 2^20 pairs per
         call, or a whole pass, it ran ~2x slower; below 2^17 the ~40 us of each compiled call adds up).
         CUDA: a few dozen calls per iteration at the seed's shapes (each call costs a launch and a guard check)."""
-        pairs = self.cfg.chunk_pair_events or (2**26 if self.device.type == "cuda" else 2**18)
+        pairs = self.cfg.chunk_pair_events or (2**26 if self.device.type != "cpu" else 2**18)
         per_pair = 6 * (torch.finfo(self.cdt).bits // 8) + 2 * (torch.finfo(self.adt).bits // 8)
         pairs = min(pairs, (self.budget // 2) // per_pair)
         return max(1, pairs // (self.tile * max(n_col, 1)))

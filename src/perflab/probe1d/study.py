@@ -18,6 +18,7 @@ import warnings
 import torch
 
 from ..bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
+from ..env import pick_device
 from .probe import Sparse1DProbe
 
 
@@ -86,7 +87,7 @@ def syncs_per_iteration(impl: str, x, y, **config):
     from ..syncs import count_host_syncs
 
     _, one_iteration, _ = iteration_callable(impl, x, y, **config)
-    with count_host_syncs() as syncs:
+    with count_host_syncs(pick_device(config.get("device") or "auto")) as syncs:
         one_iteration()
     return syncs
 
@@ -271,7 +272,7 @@ def fit_line(name: str, f: dict, m) -> str:
 def sigmoid_throughput(device, n: int = 2**24, **measure_kw) -> tuple[float, object]:
     """Measured sigmoid evaluations per second on `device` (float32, out of place, all torch threads)."""
     dev = torch.device(device)
-    n = n if dev.type == "cuda" else min(n, 2**22)
+    n = n if dev.type != "cpu" else min(n, 2**22)
     z, out = torch.randn(n, device=dev), torch.empty(n, device=dev)
     m = measure(lambda: torch.sigmoid(z, out=out), label="floor", sub_label=f"sigmoid {n}", description=str(dev),
                 device=dev, **measure_kw)
@@ -294,7 +295,7 @@ def measure_floor(n_events: int, n_lat: int, n_cls: int, *, device, **timing) ->
     of the floor over the p20/p80 of both measurements ("low", "high", seconds)."""
     from ..bench import memory_bandwidth, summary
 
-    bw, m_bw = memory_bandwidth(device, nbytes=(256 if torch.device(device).type == "cuda" else 64) * 2**20, **timing)
+    bw, m_bw = memory_bandwidth(device, nbytes=(256 if torch.device(device).type != "cpu" else 64) * 2**20, **timing)
     rate, m_sig = sigmoid_throughput(device, **timing)
     floor = iteration_floor(n_events, n_lat, n_cls, bw, rate)
     ends = []

@@ -57,8 +57,9 @@ def step_syncs(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: 
     states, nv = random_states(kg, 64, engine.A, seed)
     step = GreedyStep(engine, policy, max_depth)
     slots = step.init(queries.to(dev))
-    with torch.inference_mode(), count_host_syncs(cuda_debug=dev.type == "cuda") as syncs:
-        engine.derive(states.to(dev), nv.to(dev))
+    on_dev = states.to(dev), nv.to(dev)  # the inputs' copies from the host come before the counted block
+    with torch.inference_mode(), count_host_syncs(dev) as syncs:
+        engine.derive(*on_dev)
         step(*slots)
     meta = GreedyStep(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
                       make_policy(kg, policy.cfg, device="meta"), max_depth)

@@ -27,8 +27,8 @@ def score_candidates(step: GreedyStep, candidates: torch.Tensor, batch: int,
                 raise
             halvings.append(batch)
             batch //= 2  # the finished chunks in `done` stay; this chunk starts over at the smaller size
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+            if step.engine.device.type == "cuda":
+                torch.cuda.empty_cache()  # hand the failed chunk's cached blocks back before the smaller try
             warnings.warn(f"out of memory at batch {halvings[-1]}: retrying from candidate {start} "
                           f"with batch {batch}", RuntimeWarning, stacklevel=2)
             continue

@@ -13,10 +13,11 @@ import os
 import sys
 
 import torch
+from torch.autograd import DeviceType
 
 from ..bench import measure
 from ..env import synchronize
-from ..launches import count_launches
+from ..launches import count_launches, profiler_activities, self_time_key
 from .batching import step_bytes
 from .rollout import STRATEGIES, rollout, rollout_full
 from .step import GreedyStep
@@ -64,29 +65,29 @@ class StepProfile:
 def step_profile(step: GreedyStep, candidates: torch.Tensor, batch: int, *, min_run_time: float,
                  max_run_time: float, row_limit: int = 12) -> StepProfile:
     """Where one step of the evaluation loop goes: a chunk of `batch` candidates rolled out with `step`
-    (warm), under torch.profiler (its top ops by self time, CUDA time on a GPU), under count_launches, and
+    (warm), under torch.profiler (its top ops by self time, device time on a GPU), under count_launches, and
     timed; every count divided by the chunk's steps."""
     chunk = candidates.repeat((batch + len(candidates) - 1) // len(candidates), 1)[:batch]
     dev = step.engine.device
     with torch.inference_mode():
         res = rollout_full(step, chunk)                               # warm: compiled, buffers built
-        acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev.type == "cuda" else [])
         with quiet_profiler():
             with count_launches(dev) as launches:
                 rollout_full(step, chunk)
-            with torch.profiler.profile(activities=acts) as prof:
+            with torch.profiler.profile(activities=profiler_activities(dev)) as prof:
                 rollout_full(step, chunk)
                 synchronize(dev)
         m = measure(lambda: rollout_full(step, chunk), label="one chunk of the evaluation loop", sub_label=f"B={batch}",
                     description=f"{step.mode}/{step.backend}", min_run_time=min_run_time, max_run_time=max_run_time,
                     warmup=0, device=dev)
-    key = "self_cuda_time_total" if dev.type == "cuda" else "self_cpu_time_total"
-    avg = [e for e in prof.key_averages() if e.key.startswith(("aten::", "## Call", "triton", "void", "cpp_"))
-           or dev.type == "cuda"]
+    key = self_time_key(dev)
+    # on a GPU the device's own events (kernels, copies), so an op and the kernel it launched are not both counted
+    avg = [e for e in prof.key_averages() if (e.device_type != DeviceType.CPU if dev.type != "cpu"
+                                              else e.key.startswith(("aten::", "## Call", "triton", "void", "cpp_")))]
     total = sum(getattr(e, key) for e in avg) or 1.0
     top = sorted(avg, key=lambda e: -getattr(e, key))[:row_limit]
     n = res.steps_executed
-    views = sum(v for k, v in launches.by_op.items() if k in VIEWS) if dev.type != "cuda" else 0
+    views = sum(v for k, v in launches.by_op.items() if k in VIEWS) if dev.type == "cpu" else 0
     return StepProfile(batch, n, launches.total / n, views / n, res.host_reads / n, m, step_bytes(step.engine, step.policy, batch),
                        prof.key_averages().table(sort_by=key, row_limit=row_limit, max_name_column_width=48),
                        [(e.key, e.count / n, getattr(e, key) / total) for e in top])

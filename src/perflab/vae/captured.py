@@ -41,6 +41,7 @@ aten for the same masks, and the labels' cumulative sum (no scan in the C++ back
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 from torch.optim.adam import adam
@@ -69,6 +70,46 @@ class Captured:
         if (s.remap, s.metrics, s.separability) != ("presence", "device", "vectorized"):
             raise ValueError(f"a captured step needs the sync-free switches (remap presence, metrics device, "
                              f"separability vectorized), got {s}")
+
+
+TESTED_TORCH = "2.13"  # the torch the compiled captured step is tested with (CPU in CI; see README for CUDA)
+
+
+@functools.cache
+def traced_backward_problem() -> str | None:
+    """None when this torch's dynamo traces `loss.backward()` into one graph (what a compiled captured step needs:
+    `torch._dynamo.config.trace_autograd_ops` and dynamo's Tensor.backward rewrite, PyTorch PR #169415), else
+    what is missing. Probed once per process on a two-element function through dynamo and AOTAutograd (backend
+    "aot_eager": the rewritten backward, autograd.grad + accumulate_grad_, is traced as the step's would be; no
+    code generation)."""
+    if not hasattr(torch._dynamo.config, "trace_autograd_ops"):
+        return f"torch {torch.__version__} has no torch._dynamo.config.trace_autograd_ops"
+    w = torch.ones(2, requires_grad=True)
+
+    def probe(x):
+        (w * x).sum().backward()
+
+    try:
+        with torch._dynamo.config.patch(trace_autograd_ops=True):
+            torch.compile(probe, backend="aot_eager", fullgraph=True)(torch.ones(2))
+    except Exception as e:  # dynamo's Unsupported (a graph break at backward) or an older API's error
+        return f"torch {torch.__version__}'s dynamo cannot trace Tensor.backward() into one graph ({type(e).__name__})"
+    return None
+
+
+def unsupported_message(problem: str) -> str:
+    return (f"a compiled captured step needs dynamo to trace loss.backward(): {problem}. Install torch "
+            f">= {TESTED_TORCH} (the version it is tested with), or run it eagerly with compile=off (on CUDA still "
+            f"one graph replay per step)")
+
+
+def runnable(impl: Captured) -> tuple[Captured, str]:
+    """`impl` itself when this torch can run it, else its eager form (compile "off") and the reason, which the
+    notebook prints and logs: the report then says which form ran."""
+    problem = None if impl.compile == "off" else traced_backward_problem()
+    if problem is None:
+        return impl, ""
+    return dataclasses.replace(impl, compile="off"), f"compile={impl.compile} replaced by off: {problem}"
 
 
 def inductor_options(compile: CompileMode, backend: Backend, device_type: str) -> dict | None:
@@ -161,8 +202,12 @@ class CapturedStep:
         self.shapes: tuple | None = None                                   # (x, y) shapes, fixed at the first call
         self.x = self.y = None                                             # CUDA: the recorded graph's inputs
         kw = inductor_options(impl.compile, impl.backend, self.device.type)
-        # the whole step, backward and Adam included, as one graph: a host read inside would fail fullgraph
-        self.compiled = None if kw is None else torch.compile(self._step, fullgraph=True, **kw)
+        if kw is not None and (problem := traced_backward_problem()) is not None:
+            raise RuntimeError(unsupported_message(problem))
+        # the whole step, backward and Adam included, as one graph: a host read inside would fail fullgraph;
+        # static shapes: each CapturedStep replays one batch size, so it gets its own graph, never a dynamic one
+        # (dynamo would mark the batch dynamic at the second size it sees in a process: another program)
+        self.compiled = None if kw is None else torch.compile(self._step, fullgraph=True, dynamic=False, **kw)
         self.graph: torch.cuda.CUDAGraph | None = None
 
     # ---- the step, as compiled and recorded -----------------------------------------------------

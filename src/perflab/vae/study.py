@@ -93,7 +93,7 @@ def run(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, 
 
 
 def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
-                device: torch.device | str, cuda_debug: bool = False):
+                device: torch.device | str, cuda_debug: bool | None = None):
     """Host syncs over one epoch of `batches` (a HostSyncCounter), after one uncounted warm-up step
     (its first-step allocations, e.g. Adam's state, and a captured step's recording are not what the loop
     does every step). A captured step is counted in its eager form (compile "off"): the counter sees eager
@@ -103,7 +103,7 @@ def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: Train
         impl = dataclasses.replace(impl, compile="off")
     tr = trainer(impl, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
     tr.epoch(batches[:1])
-    with count_host_syncs(cuda_debug=cuda_debug) as c:
+    with count_host_syncs(device, cuda_debug=cuda_debug) as c:
         tr.epoch(batches)
     return c
 
@@ -128,6 +128,15 @@ LAUNCH_KINDS = {
     "copies (metric writes)": ("aten::copy_",),
     "cumsum (the remap's ranks: no scan in inductor's C++ code)": ("aten::cumsum",),
 }
+
+
+def host_calls(c: LaunchCounter, steps: int) -> dict[str, float]:
+    """The host's calls into the GPU runtime per step, by what they start (`perflab.launches`; all 0 on a CPU).
+    A captured step that draws random numbers: 1 graph launch, 2 kernel launches (the RNG-state fills before
+    each replay, PyTorch PR #143777) and its 2 input copies per step, plus the metric ring's read every
+    log_every steps."""
+    return {"graph": c.graph_launches / steps, "kernel": c.kernel_launches / steps, "copy": c.copy_calls / steps,
+            "memset": c.memset_calls / steps}
 
 
 def launch_kinds(c: LaunchCounter, steps: int) -> dict[str, float]:

@@ -1,0 +1,143 @@
+"""The list of CUDA-only branches in `src/perflab`, and the test that runs each one.
+
+A line that runs only on CUDA is a line CI never runs. So the code keeps such branches few and small (only where
+the mechanism is CUDA's own: graphs, events, streams, the caching allocator, sync debug mode, device properties),
+everything else is written for any device, and each branch below names a test that runs it: a `-m gpu` test (run
+on a GPU host: `pytest -m gpu tests`), or, where the branch only formats what a GPU run measured, a CPU test that
+feeds it a GPU run's evidence. `test_the_list_is_complete` scans the source for CUDA-only constructs (a
+comparison with "cuda" or a tuple holding it, `torch.cuda.*`, `torch.version.cuda`, `torch.backends.cuda`, `.is_cuda`,
+`ProfilerActivity.CUDA` / `DeviceType.CUDA`, a `torch.accelerator.*` call other than `is_available`) and fails on a
+function that has one and is not listed, or a listed one that no longer has one: add the branch here with its test,
+or write it for any device.
+
+What the list does not see: choices between an accelerator and the CPU written as `device.type != "cpu"` (sizes,
+which profiler events to read), whose accelerator side runs on every notebook cell of `perflab gpu-check`'s smoke
+preset; and it checks that the named test exists and runs on a GPU, not that it reaches every line of the function
+(`latentwire/study.py::batch_sweep`'s out-of-memory `empty_cache` needs a real out-of-memory error).
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "perflab"
+TESTS = Path(__file__).resolve().parent
+
+P, V, L = "tests/test_gpu_paths.py::", "tests/test_vae_captured.py::", "tests/test_launches.py::"
+
+# function (path under src/perflab :: qualified name) -> the test that runs its CUDA branch
+CUDA_BRANCHES = {
+    "env.py::pick_device": P + "test_cuda_environment_stamp",
+    "env.py::synchronize": P + "test_cuda_environment_stamp",
+    "env.py::device_name": P + "test_cuda_environment_stamp",
+    "env.py::device_kind": P + "test_cuda_environment_stamp",
+    "env.py::fingerprint": P + "test_cuda_environment_stamp",
+    "latentwire/ddp.py::_device": P + "test_cuda_06_ddp_on_one_gpu",
+    "latentwire/ddp.py::main": P + "test_cuda_06_ddp_on_one_gpu",
+    "latentwire/study.py::batch_sweep": P + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
+    "latentwire/timing.py::time_blocks": P + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
+    "latentwire/timing.py::time_rounds": P + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
+    "launches.py::LaunchCounter._sync": L + "test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",
+    "memory.py::PeakMemory.__enter__": P + "test_cuda_memory_peak_and_free",
+    "memory.py::PeakMemory.__exit__": P + "test_cuda_memory_peak_and_free",
+    "memory.py::device_memory": P + "test_cuda_memory_peak_and_free",
+    "prover/batching.py::cache_bytes": P + "test_cuda_03_step_profile",
+    "run.py::environment_line": P + "test_cuda_environment_stamp",
+    "prover/optimized.py::score_candidates": P + "test_cuda_03_out_of_memory_halves_the_batch",
+    "prover/step.py::GreedyStep.__init__": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "syncs.py::HostSyncCounter.__init__": P + "test_cuda_03_correctness_checks_pass",
+    "syncs.py::HostSyncCounter.__enter__": P + "test_cuda_03_correctness_checks_pass",
+    "syncs.py::HostSyncCounter.__exit__": P + "test_cuda_03_correctness_checks_pass",
+    "syncs.py::HostSyncCounter._patch_cuda_synchronize": P + "test_cuda_environment_stamp",
+    "syncs.py::HostSyncCounter._patch_cuda_synchronize.counted_synchronize": P + "test_cuda_environment_stamp",
+    "vae/captured.py::inductor_options": P + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
+    "vae/captured.py::check_adam": V + "test_cuda_one_replay_per_step_same_math_no_sync",
+    "vae/captured.py::CapturedStep.__init__": V + "test_cuda_one_replay_per_step_same_math_no_sync",
+    "vae/captured.py::CapturedStep.__call__": V + "test_cuda_one_replay_per_step_same_math_no_sync",
+    "vae/captured.py::CapturedStep._record": P + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
+    # sentences and verdicts from a GPU run's evidence: a CPU test gives them such evidence
+    "vae/claims.py::measurements": "tests/test_vae_study.py::test_claims_table_and_verdicts",
+    "vae/claims.py::report": "tests/test_vae_study.py::test_claims_table_and_verdicts",
+    "vae/claims.py::reading": "tests/test_vae_study.py::test_claims_table_and_verdicts",
+}
+
+
+def _is_cuda(x) -> bool:
+    return (isinstance(x, ast.Constant) and x.value == "cuda") or (
+        isinstance(x, (ast.Tuple, ast.List, ast.Set)) and any(_is_cuda(e) for e in x.elts))
+
+
+def _cuda_construct(node) -> bool:
+    if isinstance(node, ast.Compare):
+        return any(_is_cuda(x) for x in (node.left, *node.comparators))
+    if isinstance(node, ast.Attribute):
+        if node.attr == "is_cuda" or (node.attr == "CUDA" and ast.unparse(node.value).endswith(("ProfilerActivity",
+                                                                                                 "DeviceType"))):
+            return True
+        if isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name) \
+                and node.value.value.id == "torch":
+            return node.value.attr == "cuda" or (node.value.attr == "accelerator" and node.attr != "is_available") \
+                or (node.value.attr in ("version", "backends") and node.attr == "cuda")
+    return False
+
+
+def _visit(node, stack: list[str], hit) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            _visit(child, [*stack, child.name], hit)
+            continue
+        if _cuda_construct(child):
+            hit(stack)
+        _visit(child, stack, hit)
+
+
+def cuda_sites(root: Path = SRC) -> set[str]:
+    """Every function (path::qualified name) of `root` holding a CUDA-only construct (module doc)."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+
+        _visit(ast.parse(path.read_text()), [], lambda stack, rel=rel: found.add(f"{rel}::{'.'.join(stack) or '<module>'}"))
+    return found
+
+
+def _test_function(nodeid: str) -> ast.FunctionDef | None:
+    path, name = nodeid.split("::")
+    tree = ast.parse((TESTS.parent / path).read_text())
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _gpu_marked(nodeid: str, fn: ast.FunctionDef) -> bool:
+    tree = ast.parse((TESTS.parent / nodeid.split("::")[0]).read_text())
+    module_mark = any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
+                      and "gpu" in ast.unparse(n.value) for n in tree.body)
+    return module_mark or any("mark.gpu" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def test_the_list_is_complete():
+    found = cuda_sites()
+    assert not found - CUDA_BRANCHES.keys(), ("CUDA-only code with no test listed here: write it for any device, "
+                                              f"or list it with the -m gpu test that runs it: {sorted(found - CUDA_BRANCHES.keys())}")
+    assert not CUDA_BRANCHES.keys() - found, f"listed but no longer CUDA-only: {sorted(CUDA_BRANCHES.keys() - found)}"
+
+
+@pytest.mark.parametrize("site", sorted(CUDA_BRANCHES))
+def test_each_branch_names_a_test_that_exists(site):
+    nodeid = CUDA_BRANCHES[site]
+    fn = _test_function(nodeid)
+    assert fn is not None, f"{site}: {nodeid} does not exist"
+    if not site.startswith("vae/claims.py"):  # the rest run on a GPU only
+        assert _gpu_marked(nodeid, fn), f"{site}: {nodeid} is not marked gpu"
+
+
+def test_the_scan_finds_each_kind_of_construct(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import torch\n"
+        "def a(d):\n    return d.type == 'cuda'\n"
+        "def b():\n    torch.cuda.synchronize()\n"
+        "class C:\n    def c(self):\n        torch.accelerator.synchronize()\n"
+        "def d():\n    return torch.accelerator.is_available() and torch.device('cpu').type != 'cpu'\n"
+        "def e(t):\n    return t.is_cuda or torch.version.cuda\n"
+        "def f(d):\n    return d in ('cuda', 'xpu')\n"
+        "def g(p):\n    return p.ProfilerActivity.CUDA\n")
+    assert cuda_sites(tmp_path) == {"m.py::a", "m.py::b", "m.py::C.c", "m.py::e", "m.py::f", "m.py::g"}
