@@ -12,7 +12,6 @@ import platform
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import torch
@@ -55,14 +54,13 @@ def pick_device(spec: str | torch.device = "auto") -> torch.device:
 def synchronize(device: torch.device | str | None = None) -> None:
     """Wait for queued work on `device`. On CPU there is nothing to wait for, but the call is still
     counted by `perflab.syncs.count_host_syncs`, so sync counts are the same on every device."""
+    from .syncs import note_sync
+
     dev = torch.device(device) if device is not None else pick_device("auto")
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)  # counted by the counter's wrapper
     else:
-        # the counters live in perflab.syncs, which imports this module: none is counting unless it is loaded
-        syncs = sys.modules.get("perflab.syncs")
-        if syncs is not None:
-            syncs.note_sync("synchronize")
+        note_sync("synchronize")
 
 
 def device_name(device: torch.device | str | None = None) -> str:
