@@ -49,8 +49,6 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .env import pick_device
-
 T = torch.Tensor
 
 # Calls that always wait for the value on the host.
@@ -206,7 +204,8 @@ class HostSyncCounter:
     """Result of `count_host_syncs()`: `.total` and `.by_op` (a Counter of sync kinds)."""
 
     def __init__(self, device: torch.device | str | None = None, cuda_debug: bool | None = None):
-        self.device = torch.device(device) if device is not None else pick_device("auto")
+        # the default is env.pick_device("auto"), written out: env.synchronize reports to this module
+        self.device = torch.device(device if device is not None else "cuda" if torch.cuda.is_available() else "cpu")
         self.by_op: collections.Counter[str] = collections.Counter()
         # CUDA's own second opinion (sync debug mode): on by default where the compute device is CUDA
         self.cuda_debug = (self.device.type == "cuda" if cuda_debug is None else cuda_debug) and torch.cuda.is_available()
