@@ -147,3 +147,25 @@ def test_the_embedding_training_is_seeded_and_reproducible_on_cpu():
     torch.testing.assert_close(lp[:, 1:].exp().sum(1), torch.ones(len(f)))           # a distribution per query
     # a training fact's tail ranks above the median entity (it was trained to)
     assert float((lp.gather(1, f[:, 2:3]) > lp[:, 1:].median(1, keepdim=True).values).float().mean()) > 0.9
+
+
+# ---- rules of length 3 (measured by the rules alone) ----------------------------------------------
+
+def test_length3_rules_are_mined_and_fire_as_counted_by_hand():
+    from perflab.prover.mining import MiningConfig
+    from perflab.prover.paths3 import mine_length3, rule_confidence3
+
+    # r(X,Y) :- p(X,Z), q(Z,W), s(W,Y): the chain a-b-c-d holds for (a, d) and (e, h); r holds for both, and r
+    # also for (a, h), which no body reaches. support 2, body pairs 2 (confidence 1), head coverage 2/3
+    facts = "p(a,b).\nq(b,c).\ns(c,d).\np(e,f).\nq(f,g).\ns(g,h).\nr(a,d).\nr(e,h).\nr(a,h).\n"
+    kg = KnowledgeGraph.from_text(facts)
+    cfg = MiningConfig(min_support=2, min_head_coverage=0.5, min_confidence=0.5, max_rules_per_head=None, prior=0.0)
+    rules = mine_length3(kg, cfg).rules
+    p, q, s, r = (kg.pred_id(n) for n in "pqsr")
+    stats = {m.body: (m.support, m.body_size) for m in rules if m.head == r}
+    assert stats[((p, False), (q, False), (s, False))] == (2, 2)
+    # r(X,Y) :- p(X,Z), p(W,Z), r(W,Y) (there and back, then r): pairs (a,d), (a,h), (e,h): all true
+    assert stats[((p, False), (p, True), (r, False))] == (3, 3)
+    chain = [m for m in rules if m.head == r and m.body == ((p, False), (q, False), (s, False))]
+    conf = rule_confidence3(kg, chain, torch.stack([kg.atom("r(a,d)"), kg.atom("r(a,h)"), kg.atom("r(e,h)")]))
+    assert conf.tolist() == [1.0, 0.0, 1.0]

@@ -49,8 +49,8 @@ class LinkConfig:
 
     @classmethod
     def of(cls, cfg, batch: int) -> LinkConfig:
-        """From a notebook's EvalParams and the run's resolved batch."""
-        return cls(cfg.n_queries, cfg.n_fit, batch, cfg.beam, cfg.search_depth, cfg.max_depth, cfg.compile,
+        """From a notebook's EvalParams and the run's resolved batch (the search's, unless search_batch is set)."""
+        return cls(cfg.n_queries, cfg.n_fit, cfg.search_batch or batch, cfg.beam, cfg.search_depth, cfg.max_depth, cfg.compile,
                    cfg.backend, EmbeddingConfig(rank=cfg.emb_rank, epochs=cfg.emb_epochs), cfg.seed)
 
 

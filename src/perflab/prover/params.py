@@ -47,6 +47,7 @@ class EvalParams(ProverParams):
     tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
     beam: int = 16                   # proofs the search keeps per candidate per step (16 - 1 rules and facts per goal)
     search_depth: int = 2            # steps of the search; a mined rule proves in 2 (the rule, then its facts)
+    search_batch: int = 0            # rows per search step (beam rows per candidate); 0 means the run's batch
     n_fit: int = 24                  # valid queries the score combination is fitted on (all their corruptions)
     emb_rank: int = 100              # ComplEx dimensions of the learned score every candidate gets
     emb_epochs: int = 50             # ComplEx passes over the training facts
@@ -54,8 +55,9 @@ class EvalParams(ProverParams):
     def check(self) -> None:
         super().check()
         require(self.batch >= 0, f"batch must be >= 1 (or 0: the memory model picks), got {self.batch}")
-        require(self.beam >= 1 and self.search_depth >= 1, f"need beam >= 1 and search_depth >= 1, got "
-                f"{self.beam}, {self.search_depth}")
+        require(self.beam >= 1 and self.search_depth >= 1 and self.search_batch >= 0,
+                f"need beam >= 1, search_depth >= 1 and search_batch >= 0, got {self.beam}, {self.search_depth}, "
+                f"{self.search_batch}")
         require(self.n_fit >= 0 and self.emb_rank >= 1 and self.emb_epochs >= 0,
                 "need n_fit >= 0, emb_rank >= 1 and emb_epochs >= 0")
         require(len(self.batch_sizes) >= 1 and all(isinstance(b, int) and b >= 1 for b in self.batch_sizes),

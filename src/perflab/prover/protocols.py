@@ -8,6 +8,8 @@ three rules nearly agree; the prover alone shows how far apart they are when fai
 """
 from __future__ import annotations
 
+import math
+
 from .benchmark_eval import OTHER_PROTOCOLS, SOURCE_TIES, published
 
 KEYS = ("MRR", "Hits@1", "Hits@3", "Hits@10")
@@ -57,9 +59,9 @@ def summary_lines(lp, dataset: str, device_type: str) -> list[str]:
         f"ties: {fit.tie_share:.1%} of the positives' ranks tie with a failed corruption under the fitted score "
         f"({fit.tied_any:.1%} with any corruption); the prover alone: {alone.tie_share:.1%} "
         f"(MRR {alone.metrics['pessimistic']['MRR']:.3f} pessimistic to {alone.metrics['optimistic']['MRR']:.3f} optimistic)",
-        f"fitted on {lp.fit_queries} valid triples: {lp.combination.describe()}; a proof with rule log-weight -1 "
-        f"and policy log-prob -1 adds {lp.combination.bonus(-1.0, -1.0):+.2f} to a score whose embedding term "
-        f"moves {lp.combination.weights[0].item():.2f} per nat",
+        f"fitted on {lp.fit_queries} valid triples: {lp.combination.describe()}; a proof through one rule of "
+        f"confidence 0.9 / 0.5 / 0.1 adds " + " / ".join(f"{lp.combination.bonus(math.log(c)):+.2f}" for c in (0.9, 0.5, 0.1))
+        + f" (policy term aside) to a score whose embedding term moves {lp.combination.weights[0].item():.2f} per nat",
         f"cost per candidate on the candidates of {lp.config.n_cost} test triples (B={lp.config.batch}, "
         f"{lp.config.compile}/{lp.config.backend}): {cost}",
         f"speed ({device_type}): {lp.candidates_per_s:,.0f} candidates/s, test scoring {lp.scoring_s:.1f} s; "
