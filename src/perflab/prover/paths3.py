@@ -11,8 +11,14 @@ length-2 rules through an auxiliary predicate, and its proofs would take 4 steps
 
 Dense on purpose: the 2-hop reachability of every ordered pair of oriented relations, [n_or^2, N, N], then per
 first relation one batched product for the third hop and one product against the heads' incidence; 2R * N^2
-per first relation. Nations (110 oriented relations, 15 ids): ~40 GFLOP, tens of seconds on one CPU thread;
-refused above `max_work` multiply-adds (Kinship and UMLS pass it by two orders of magnitude).
+per first relation. Nations (110 oriented relations, 15 ids): ~40 GFLOP, about 3 minutes on one thread of
+the shared 2-core CPU; refused above `max_work` multiply-adds (Kinship and UMLS pass it by two orders of
+magnitude).
+
+    python -c "from perflab.prover.paths3 import print_comparison; print_comparison('nations')"
+
+prints `length_comparison`: the rules alone on valid and test with rules of length <= 2 (15 per head, as the
+prover gets them), length <= 3 competing for the same 15, and 15 of length 3 added to the 15 of length <= 2.
 """
 from __future__ import annotations
 
@@ -113,3 +119,37 @@ def rules_alone(kg: KnowledgeGraph, rules, queries: torch.Tensor) -> dict:
     res = {("realistic" if b == "mean" else b): metrics(torch.cat(v)) for b, v in out.items()}
     res["coverage"] = float((rule_confidence3(kg, rules, queries) > 0).float().mean())
     return res
+
+
+def length_comparison(kg: KnowledgeGraph, cfg: MiningConfig | None = None, splits=("valid", "test")) -> list[dict]:
+    """Rows (split, rule set, rules, coverage, realistic/optimistic/pessimistic MRR of the rules alone) for the
+    three rule sets of the module doc; the length-3 statistics are counted once."""
+    cfg = cfg if cfg is not None else MiningConfig()
+    cap = cfg.max_rules_per_head
+    two = mine_rules(kg, cfg).rules
+    every = mine_length3(kg, dataclasses.replace(cfg, max_rules_per_head=None)).rules
+    by_head: dict[int, list] = {}
+    for m in every:
+        by_head.setdefault(m.head, []).append(m)
+    key = lambda m: (-m.support / (m.body_size + cfg.prior), -m.support, len(m.body))  # noqa: E731
+    joint = [m for h in sorted(by_head) for m in sorted(by_head[h], key=key)[:cap]]
+    added = two + [m for h in sorted(by_head) for m in sorted([x for x in by_head[h] if len(x.body) == 3], key=key)[:cap]]
+    sets = {f"length <= 2, {cap} per head": two, f"length <= 3, {cap} per head": joint,
+            f"length <= 2 ({cap}) + length 3 ({cap}) per head": added}
+    rows = []
+    for split in splits:
+        for name, rules in sets.items():
+            a = rules_alone(kg, rules, kg.queries[split])
+            rows.append(dict(split=split, rules=name, n=len(rules), coverage=round(a["coverage"], 3),
+                             **{f"MRR {t}": round(a[t]["MRR"], 3) for t in ("realistic", "optimistic", "pessimistic")}))
+    return rows
+
+
+def print_comparison(name: str = "nations") -> None:
+    """`length_comparison` of a benchmark, as a table (one torch thread)."""
+    import pandas as pd
+
+    from .datasets import load_benchmark
+
+    torch.set_num_threads(1)
+    print(pd.DataFrame(length_comparison(load_benchmark(name, rules=False).kg)).to_string(index=False))
