@@ -12,8 +12,7 @@ length-2 rules through an auxiliary predicate, and its proofs would take 4 steps
 Dense on purpose: the 2-hop reachability of every ordered pair of oriented relations, [n_or^2, N, N], then per
 first relation one batched product for the third hop and one product against the heads' incidence; 2R * N^2
 per first relation. Nations (110 oriented relations, 15 ids): ~40 GFLOP, about 3 minutes on one thread of
-the shared 2-core CPU; refused above `max_work` multiply-adds (Kinship and UMLS pass it by two orders of
-magnitude).
+the shared 2-core CPU; refused above `max_work` multiply-adds (Kinship needs ~9x Nations' work, UMLS ~125x).
 
     python -c "from perflab.prover.paths3 import print_comparison; print_comparison('nations')"
 
