@@ -85,9 +85,14 @@ def test_hand_counted_rules():
 def test_order_cap_and_rule_objects():
     kg = _graph(7, n_constants=8, n_facts=45)
     everything = mine_rules(kg, ALL).rules
+    raw = mine_rules(kg, dataclasses.replace(ALL, prior=0.0)).rules
+    assert raw != everything and set(raw) == set(everything)    # the same rules, in another order
     for h in {m.head for m in everything}:
-        mine = [m for m in everything if m.head == h]
-        keys = [(-m.confidence, -m.support, len(m.body), m.body) for m in mine]
+        mine = [m for m in everything if m.head == h]           # shrunk confidence: support / (body pairs + 20)
+        keys = [(-m.support / (m.body_size + 20), -m.support, len(m.body), m.body) for m in mine]
+        assert keys == sorted(keys)
+        by_conf = [m for m in raw if m.head == h]                # prior 0: raw confidence
+        keys = [(-m.confidence, -m.support, len(m.body), m.body) for m in by_conf]
         assert keys == sorted(keys)
     capped = mine_rules(kg, dataclasses.replace(ALL, max_rules_per_head=3)).rules
     assert capped == [m for h in sorted({m.head for m in everything}) for m in [x for x in everything if x.head == h][:3]]

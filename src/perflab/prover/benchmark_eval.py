@@ -1,4 +1,6 @@
-"""Link prediction as the papers evaluate it, on the existing engine and policy, and the published tables.
+"""Link prediction as the papers evaluate it: the filtered candidates, the greedy prover's ranks, the rules
+alone, the engine's ceiling, and the published tables with each paper's tie rule (study 3 ranks with
+every candidate scored in `linkpred.py`; this module is its protocol and its greedy baseline).
 
     res = evaluate_filtered(kg, engine, policy, kg.queries["test"][:50], batch=128, max_depth=20)
     res.metrics            # MRR, Hits@1/3/10 over head and tail ranks together (tie_break="mean")
@@ -22,7 +24,8 @@ pessimistic rank (1 + #higher + #tied / 2): the expected rank under a uniformly 
 tie-break adds. Both bounds are reported beside it. NTP's code ranks optimistically (1 + #higher: "we calculate
 the rank from only those corrupted triples that have a higher score"), harmless for its continuous scores; here
 an optimistic rank would give rank 1 to a positive the prover fails on whenever every corruption fails too, so
-the optimistic numbers are an upper bound, not the comparable ones.
+the optimistic numbers are an upper bound, not the comparable ones. `linkpred.py` gives every candidate a
+learned score, so its three tie rules nearly agree.
 """
 from __future__ import annotations
 
@@ -124,122 +127,6 @@ def engine_coverage(engine, queries: torch.Tensor, max_depth: int = 2, chunk: in
                       for i in range(0, len(queries), chunk)] or [torch.zeros(0, dtype=torch.bool)])
 
 
-@dataclasses.dataclass
-class BenchmarkEval:
-    """Study 3 on a graph with mined rules: the filtered evaluation and what explains its MRR."""
-    name: str
-    result: FilteredResult
-    batch: int                # the batch it ran with (0 asked: the memory model's pick)
-    warmup_s: float           # the first chunk at that batch (compiles included for a compiled mode)
-    rules_only: dict          # rules_only(): what the mined rules rank alone
-    coverage: dict            # rule_coverage, engine_coverage_d2 (whole test split), positives_proved (evaluated)
-    mode: str                 # "compile/backend" of the step, padded
-
-    @property
-    def best(self) -> dict | None:
-        """The best published row of the dataset over every model (None: no published results)."""
-        return best_published_mrr(self.name, models=None)
-
-
-def evaluate_benchmark(name: str, kg, rules, engine, policy, *, n_queries: int, batch: int, max_depth: int,
-                       compile: str = "off", backend: str = "inductor", seed: int = 0) -> BenchmarkEval:
-    """Filtered ranks of the first `n_queries` test triples with the run's compile mode and backend, every
-    chunk padded to the batch (batch=0: the memory model picks for one side's candidates), after one
-    warm-up chunk; the rules-only ranking and the coverage ceilings (module doc of `engine_coverage`)."""
-    import time
-
-    from . import optimized
-    from .batching import resolve_batch
-    from .mining import rule_coverage
-    from .study import fill
-
-    queries = kg.queries["test"][:n_queries]
-    one_side = filtered_candidates(kg, queries, "tail", seed).flat().to(engine.device)
-    batch = resolve_batch(batch, engine, policy, one_side, max_depth)
-    step = GreedyStep(engine, policy, max_depth, compile, backend)
-    with torch.inference_mode():
-        t0 = time.perf_counter()
-        optimized.score_candidates(step, fill(one_side, batch), batch)    # compiles here, not in the timed run
-        warm = time.perf_counter() - t0
-    res = evaluate_filtered(kg, engine, policy, queries.to(engine.device), batch=batch, max_depth=max_depth,
-                            step=step, seed=seed)
-    test = kg.queries["test"]
-    cov = dict(rule_coverage=float(rule_coverage(kg, rules, test).float().mean()),
-               engine_coverage_d2=float(engine_coverage(engine, test.to(engine.device), max_depth=2).float().mean()),
-               positives_proved=float(torch.cat(list(res.proven.values())).float().mean()))
-    return BenchmarkEval(name, res, batch, warm, rules_only(kg, rules, queries, seed=seed), cov,
-                         f"{compile}/{backend}, padded")
-
-
-def comparison(ev: BenchmarkEval) -> list[dict]:
-    """Rows for the notebook's table: this prover (mean-of-bounds ties, then each bound), the mined rules
-    alone, then the published rows of the dataset with their source."""
-    keys = ("MRR", "Hits@1", "Hits@3", "Hits@10")
-    here = lambda m: {k: round(m[k], 3) for k in keys}  # noqa: E731
-    rows = [dict(model="this prover (ties: mean of bounds)", **here(ev.result.metrics), source="this run"),
-            *(dict(model=f"this prover ({b} ties)", **here(m), source="this run") for b, m in ev.result.bounds.items()),
-            dict(model="mined rules alone (one application, confidence)", **here(ev.rules_only["metrics"]),
-                 source="this run")]
-    return rows + [dict(model=r["model"], **{k: r[k] for k in keys}, source=r["source"]) for r in published(ev.name)]
-
-
-def summary_lines(ev: BenchmarkEval, device_type: str) -> list[str]:
-    """The run-dependent sentences beside the table: size, ties, coverage, speed."""
-    r, c = ev.result, ev.coverage
-    unproved_ties = sum(int((~p).sum()) for p in r.proven.values())
-    sources = sorted({row["source"] for row in published(ev.name)})
-    return [
-        *(f"published rows: {src}" for src in sources),
-        f"{ev.name}: {len(r.ranks) // 2} test triples ranked against all filtered corruptions of head and tail: "
-        f"{r.candidates:,} candidates",
-        f"positives proved by the greedy policy: {c['positives_proved']:.0%} ({unproved_ties} of {len(r.ranks)} ranks "
-        f"tie with every failed corruption); ties move the MRR from {r.bounds['pessimistic']['MRR']:.3f} "
-        f"(pessimistic) to {r.bounds['optimistic']['MRR']:.3f} (optimistic)",
-        f"ceilings on the whole test split: mined rules cover {c['rule_coverage']:.0%} in one application; the engine "
-        f"proves {c['engine_coverage_d2']:.0%} within 2 steps",
-        f"speed ({ev.mode}, B={ev.batch}, {device_type}): {r.ms_per_candidate:.3f} ms per candidate, "
-        f"{r.candidates_per_s:,.0f} candidates/s over {r.seconds:.2f} s (warm; the first chunk took {ev.warmup_s:.2f} s)",
-    ]
-
-
-def run_benchmark(name: str, *, mining=None, max_derived: int = 16, train_updates: int = 30, n_queries: int = 24,
-                  batch: int = 128, max_depth: int = 20, compile: str = "off", seed: int = 0, device="cpu") -> dict:
-    """One dataset end to end, as study 3 runs it (`evaluate_benchmark`): load and mine, a short policy
-    training on valid, then filtered ranks of the first `n_queries` test triples and the coverage ceilings
-    of the whole test split. Returns the numbers as a flat dict."""
-    import time
-
-    from .data import training_queries
-    from .datasets import load_benchmark
-    from .engine import UnificationEngine
-    from .mining import MiningConfig
-    from .policy import make_policy, train_policy
-
-    t0 = time.perf_counter()
-    bench = load_benchmark(name, mining if mining is not None else MiningConfig(max_rules_per_head=max_derived - 1),
-                           device=device)
-    load_s = time.perf_counter() - t0
-    kg = bench.kg
-    engine = UnificationEngine(kg, max_derived=max_derived, device=device)
-    policy = make_policy(kg, seed=seed, device=device)
-    log = train_policy(policy, engine, training_queries(kg), updates=train_updates, batch=64,
-                       max_depth=min(max_depth, 10), seed=seed)
-    ev = evaluate_benchmark(name, kg, bench.mining.rules, engine, policy, n_queries=n_queries, batch=batch,
-                            max_depth=max_depth, compile=compile, seed=seed)
-    res = ev.result
-    rate = lambda xs: sum(xs) / max(1, len(xs))  # noqa: E731
-    best = best_published_mrr(name)
-    return dict(dataset=name, rules=len(bench.mining.rules), mining_s=bench.mining.seconds, load_s=load_s,
-                K=engine.K, R=engine.R, S=engine.S, test=len(kg.queries["test"]), **ev.coverage,
-                train_s=log.seconds, train_success_first=rate(log.success[:5]), train_success_last=rate(log.success[-5:]),
-                n_queries=len(kg.queries["test"][:n_queries]), **{k: v for k, v in res.metrics.items()},
-                **{f"{k}_{b}": v for b, m in res.bounds.items() for k, v in m.items()},
-                **{f"rules_only_{k}": v for k, v in ev.rules_only["metrics"].items()},
-                candidates=res.candidates, eval_s=res.seconds, ms_per_candidate=res.ms_per_candidate,
-                candidates_per_s=res.candidates_per_s,
-                best_published=f"{best['model']} {best['MRR']:.2f}" if best else "")
-
-
 # ---- published results ------------------------------------------------------------------------
 # Filtered MRR and Hits@k on the test split, copied from the tables named in `source`. Rocktäschel & Riedel's
 # splits are the ones vendored here: the first test triples of each vendored file equal those of
@@ -248,6 +135,18 @@ def run_benchmark(name: str, *, mining=None, max_derived: int = 16, train_update
 # copy of their tables could be read while writing this, so their rows are left out rather than recalled.
 _NTP = ("Rocktäschel & Riedel 2017, End-to-end Differentiable Proving, NeurIPS, Table 1 "
         "(AUC-PR results on Countries and MRR and HITS@m on Kinship, Nations, and UMLS)")
+# Each source's tie rule, read from its evaluation code (../shared/research/kg-anchors.md, "Evaluation protocols"):
+# NTP's code sorts the scores and takes the first index of the positive's score, rank = 1 + #strictly higher.
+SOURCE_TIES = {
+    _NTP: "optimistic: rank = 1 + #strictly higher (uclnlp/ntp learn.py: scores.index(predict) + 1)",
+}
+# Protocols of papers whose numbers on this split could not be read (no rows): stated so a reader knows
+# which of this project's ranks would compare with them.
+OTHER_PROTOCOLS = {
+    "GNTP, CTP (Minervini et al. 2020)": "ties in argsort order (double argsort over entity ids): arbitrary, "
+                                         "deterministic; filtered, head and tail; numbers not found",
+    "PyKEEN": "realistic: the mean of the optimistic and pessimistic rank (its default rank type)",
+}
 PUBLISHED = [
     dict(dataset="kinship", model="ComplEx", MRR=0.81, **{"Hits@1": 0.70, "Hits@3": 0.89, "Hits@10": 0.98}, source=_NTP),
     dict(dataset="kinship", model="NTP", MRR=0.60, **{"Hits@1": 0.48, "Hits@3": 0.70, "Hits@10": 0.78}, source=_NTP),
@@ -265,6 +164,11 @@ SYMBOLIC = ("NTP", "NTPλ")   # the (neuro-)symbolic provers among the rows; Com
 def published(dataset: str) -> list[dict]:
     """The published rows for one dataset (empty for a graph without any)."""
     return [row for row in PUBLISHED if row["dataset"] == dataset]
+
+
+def published_mrr(dataset: str, model: str) -> float | None:
+    """One model's published MRR on `dataset` (None: not in the table)."""
+    return next((r["MRR"] for r in published(dataset) if r["model"] == model), None)
 
 
 def best_published_mrr(dataset: str, models=SYMBOLIC) -> dict | None:

@@ -141,3 +141,49 @@ def report(run, checks: dict) -> None:
     if failed:
         raise AssertionError(f"correctness failed: {failed}")
 
+
+
+# ---- the search and the scores of every candidate (issue 23) ------------------------------------
+
+def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: int, batch: int):
+    """The beam search against the breadth-first oracle (itself checked against the reference above), on
+    both sides' filtered corruptions of `queries`: every proof it finds exists within `depth` steps; with a
+    width no step can overflow (S, depth <= 2) it finds every proof within that depth; and its chunk makes
+    no host sync and takes no host tensor on a device (meta). -> (checks, info)."""
+    from .benchmark_eval import SIDES, filtered_candidates
+    from .search import BeamSearch
+
+    cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
+    found = BeamSearch(engine, policy, width, depth).score(cands, batch)
+    d_ex = min(depth, 2)
+    full = BeamSearch(engine, policy, engine.S, d_ex).score(cands, max(batch, engine.S))
+    bfs = torch.cat([prove_exhaustive(engine, cands[i:i + 256], depth).cpu() for i in range(0, len(cands), 256)])
+    sound = bool((~found.proven.cpu() | ((bfs > 0) & (bfs <= found.depth.cpu()))).all())
+    complete = torch.equal(full.proven.cpu(), (bfs > 0) & (bfs <= d_ex))
+    search = BeamSearch(engine, policy, width, depth)
+    with torch.inference_mode(), count_host_syncs(cuda_debug=engine.device.type == "cuda") as syncs:
+        search._chunk(cands[:4])
+    meta = BeamSearch(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
+                      make_policy(kg, policy.cfg, device="meta"), width, depth)
+    with torch.inference_mode(), count_host_operands() as host:
+        meta._chunk(cands[:4].to("meta"))
+    n = len(cands)
+    checks = {
+        f"search (beam {width}, depth {depth}): each of its proofs exists within its depth (BFS, {n} candidates)": sound,
+        f"search (beam {engine.S}, depth {d_ex}) proves exactly what BFS proves within {d_ex} steps": complete,
+        "a search chunk makes no host sync and takes no host tensor on a device (meta)":
+            syncs.total + syncs.cuda_debug_warnings == 0 and host.total == 0,
+    }
+    return checks, {"candidates": n, "proved": int(found.proven.sum()), "bfs_proved": int((bfs > 0).sum()),
+                    "syncs": dict(syncs.by_op), "host_operands": dict(host.by_op)}
+
+
+def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> dict:
+    """`linkpred`'s fitted ranks of `queries` with the search run at several batch sizes (other chunkings
+    and paddings): identical, under every tie rule."""
+    from .linkpred import rank, score_split
+
+    got = [rank(score_split(kg, queries, lp.search, lp.model, b, lp.config.seed), lp.combination).ranks
+           for b in sorted(set(batches))]
+    same = all(torch.equal(g[r], got[0][r]) for g in got for r in got[0])
+    return {f"fitted ranks identical with the search at batch sizes {sorted(set(batches))} (3 tie rules)": same}

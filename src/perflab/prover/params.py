@@ -19,7 +19,7 @@ class ProverParams(RunParams):
     kg: str = "family"               # the graph: family (synthetic), kinship, nations, umls, or a folder (relative: from where you ran)
     max_depth: int = 20              # proof steps before a candidate counts as failed
     max_derived: int = 16            # successor slots per state; the seed used 120
-    n_queries: int = 24              # test queries evaluated
+    n_queries: int = 24              # test queries evaluated; 0 means the whole test split
     n_corruptions: int = 24          # corruptions per query
     n_families: int = 6              # size of the synthetic family knowledge graph
     train_updates: int = 30          # policy-gradient updates before evaluating
@@ -31,7 +31,8 @@ class ProverParams(RunParams):
                 f"test.txt, or train/valid/test.txt as TSV)" + (f"; {user_path(self.kg)} is not a folder" if self.kg.strip() else ""))
         require(self.max_depth >= 1, f"max_depth must be >= 1, got {self.max_depth}")
         require(self.max_derived >= 2, f"max_derived must be >= 2, got {self.max_derived}")
-        require(self.n_queries >= 1 and self.n_corruptions >= 0, "need n_queries >= 1 and n_corruptions >= 0")
+        require(self.n_queries >= 0 and self.n_corruptions >= 0,
+                "need n_queries >= 0 (0: the whole test split) and n_corruptions >= 0")
         require(self.n_families >= 1 and self.train_updates >= 0, "need n_families >= 1 and train_updates >= 0")
 
 
@@ -44,10 +45,21 @@ class EvalParams(ProverParams):
     mode: Literal["head", "tail", "both"] = "both"  # corrupt the head, the tail or both
     batch_sizes: list = dataclasses.field(default_factory=lambda: [16, 64, 256, 512, 1024])  # batch sweep
     tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
+    beam: int = 16                   # proofs the search keeps per candidate per step (16 - 1 rules and facts per goal)
+    search_depth: int = 2            # steps of the search; a mined rule proves in 2 (the rule, then its facts)
+    search_batch: int = 0            # rows per search step (beam rows per candidate); 0 means the run's batch
+    n_fit: int = 24                  # valid queries the score combination is fitted on (all their corruptions)
+    emb_rank: int = 100              # ComplEx dimensions of the learned score every candidate gets
+    emb_epochs: int = 50             # ComplEx passes over the training facts
 
     def check(self) -> None:
         super().check()
         require(self.batch >= 0, f"batch must be >= 1 (or 0: the memory model picks), got {self.batch}")
+        require(self.beam >= 1 and self.search_depth >= 1 and self.search_batch >= 0,
+                f"need beam >= 1, search_depth >= 1 and search_batch >= 0, got {self.beam}, {self.search_depth}, "
+                f"{self.search_batch}")
+        require(self.n_fit >= 0 and self.emb_rank >= 1 and self.emb_epochs >= 0,
+                "need n_fit >= 0, emb_rank >= 1 and emb_epochs >= 0")
         require(len(self.batch_sizes) >= 1 and all(isinstance(b, int) and b >= 1 for b in self.batch_sizes),
                 f"batch_sizes must list ints >= 1, got {self.batch_sizes!r}")
         require(len(self.tail_sizes) >= 1 and all(isinstance(t, int) and t >= 1 for t in self.tail_sizes),

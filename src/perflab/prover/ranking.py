@@ -89,6 +89,14 @@ def ranks(scores: torch.Tensor, cs: CandidateSet, tie_break: str = "random", dec
     return 1 + higher + ahead
 
 
+def ties_with(scores: torch.Tensor, cs: CandidateSet, among: torch.Tensor | None = None, decimals: int = 4) -> torch.Tensor:
+    """[Q] bool: the positive's score (rounded as `ranks` rounds it) equals that of at least one real negative,
+    only counting negatives where `among` [Q, 1 + K] is True (None: every negative)."""
+    s = torch.round(scores.double(), decimals=decimals)
+    m = cs.mask[:, 1:] if among is None else cs.mask[:, 1:] & among[:, 1:]
+    return ((s[:, 1:] == s[:, :1]) & m).any(1)
+
+
 def metrics(r: torch.Tensor) -> dict:
     """MRR and Hits@1/3/10 of ranks [Q]."""
     r = r.double()

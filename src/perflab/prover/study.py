@@ -24,6 +24,7 @@ from .batching import step_bytes
 from .data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
 from .engine import UnificationEngine
 from .evaluate import evaluate_with_corruptions
+from .linkpred import test_queries
 from .policy import make_policy, train_policy
 from .ranking import corruptions
 from .rollout import STRATEGIES, RolloutResult, rollout, rollout_full
@@ -204,7 +205,7 @@ def kg_workload(cfg, device):
     policy = make_policy(kg, seed=cfg.seed, device=device)
     train_policy(policy, engine, training_queries(kg), updates=cfg.train_updates, batch=64,
                  max_depth=min(cfg.max_depth, 10), seed=cfg.seed)
-    cs = corruptions(kg, kg.queries["test"][: cfg.n_queries], cfg.n_corruptions, "both", seed=cfg.seed)
+    cs = corruptions(kg, test_queries(kg, cfg.n_queries), cfg.n_corruptions, "both", seed=cfg.seed)
     step = GreedyStep(engine, policy, cfg.max_depth, compile=cfg.compile, backend=cfg.backend)
     label = graph_label(cfg.kg)
     return Workload(f"{label} (study 3 candidates)", step, cs.flat().to(device), graph=label), cs

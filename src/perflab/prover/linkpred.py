@@ -1,0 +1,239 @@
+"""Study 3's link prediction on any graph: every candidate scored (beam-search proofs + ComplEx, fitted on
+valid), filtered ranks under three tie rules, the prover's ceiling, and the cost against the greedy loop.
+
+    lp = evaluate_link_prediction(kg, engine, policy, LinkConfig(n_queries=0), rules=bench.mining.rules)
+    lp.results["fitted"].metrics["realistic"]      # MRR, Hits@1/3/10 with the mean of the tie bounds
+    lp.results["fitted"].tie_share                  # positives whose score equals a failed corruption's
+    lp.coverage, lp.cost, lp.candidates_per_s, lp.seconds
+
+The protocol is `benchmark_eval.filtered_candidates`' (Rocktäschel & Riedel 2017): each test triple against
+every corruption of its head, then of its tail, over all entities, known triples of any split left out.
+Ranks under the three tie rules (`ranking.ranks`): optimistic (1 + #higher: NTP's code), pessimistic
+(1 + #higher + #tied) and realistic (their mean, PyKEEN's default; the expected rank under a random order of
+the ties). Scorers, side by side on the same candidates (`SCORERS`): the fitted combination
+(`combine.py`), the embedding alone, the prover alone (the search's best proof, fail_score otherwise), and
+NTPλ's test-time rule (the larger of the embedding's and the proof's probability).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+
+from . import combine, optimized
+from .benchmark_eval import SIDES, engine_coverage, filtered_candidates, rules_only
+from .embeddings import EmbeddingConfig, EmbeddingLog, train_complex
+from .ranking import CandidateSet, metrics, ranks, ties_with
+from .rollout import rollout
+from .search import BeamSearch
+from .step import GreedyStep
+
+TIE_RULES = {"realistic": "mean", "optimistic": "optimistic", "pessimistic": "pessimistic"}
+FAIL_SCORE = -100.0
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkConfig:
+    n_queries: int = 24            # test triples ranked; 0: the whole test split
+    n_fit: int = 24                # valid triples the combination is fitted on (both sides, all corruptions)
+    batch: int = 512               # rows per search step
+    beam: int = 16                 # proofs kept per candidate per step
+    search_depth: int = 2          # steps of the search
+    max_depth: int = 20            # the greedy loop's, for the comparison
+    compile: str = "off"
+    backend: str = "inductor"
+    emb: EmbeddingConfig = EmbeddingConfig()
+    seed: int = 0
+    n_cost: int = 8                # test triples whose candidates time the search against the greedy loop
+
+    @classmethod
+    def of(cls, cfg, batch: int) -> LinkConfig:
+        """From a notebook's EvalParams and the run's resolved batch (the search's, unless search_batch is set)."""
+        return cls(cfg.n_queries, cfg.n_fit, cfg.search_batch or batch, cfg.beam, cfg.search_depth, cfg.max_depth, cfg.compile,
+                   cfg.backend, EmbeddingConfig(rank=cfg.emb_rank, epochs=cfg.emb_epochs), cfg.seed)
+
+
+def test_queries(kg, n: int) -> torch.Tensor:
+    """The first n test triples; n = 0: the whole split."""
+    q = kg.queries["test"]
+    return q if n == 0 else q[:n]
+
+
+# ---- features of one split -------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Side:
+    cs: CandidateSet
+    feats: torch.Tensor        # [Q, C, 4] combine.FEATURES
+    proven: torch.Tensor       # [Q, C] bool: the search found a proof
+
+
+@dataclasses.dataclass
+class Scored:
+    sides: dict                # "head" / "tail" -> Side
+    search_s: float            # the search's time, both sides
+    embedding_s: float         # the embedding's scoring time, both sides
+
+    @property
+    def candidates(self) -> int:
+        return sum(len(s.cs) for s in self.sides.values())
+
+    def lists(self):
+        return [(s.cs.mask, s.feats) for s in self.sides.values()]
+
+
+def score_split(kg, queries: torch.Tensor, search: BeamSearch, model, batch: int, seed: int = 0) -> Scored:
+    """Both sides' filtered candidates of `queries`, each searched for a proof and scored by the embedding."""
+    dev = search.engine.device
+    sides, search_s, emb_s = {}, 0.0, 0.0
+    for side in SIDES:
+        cs = filtered_candidates(kg, queries, side, seed)
+        res = search.score(cs.flat().to(dev), batch, FAIL_SCORE)
+        search_s += res.seconds
+        t0 = time.perf_counter()
+        pos = 1 if side == "head" else 2
+        le = model.side_log_probs(queries, side).cpu().gather(1, cs.cands[..., pos])    # [Q, C]
+        emb_s += time.perf_counter() - t0
+        proven = cs.unflatten(res.proven, fill=False)
+        sides[side] = Side(cs, combine.features(le, proven, cs.unflatten(res.log_weight), cs.unflatten(res.policy_log_prob)),
+                           proven)
+    return Scored(sides, search_s, emb_s)
+
+
+# ---- scorers and ranks -----------------------------------------------------------------------
+
+def prover_scores(feats: torch.Tensor) -> torch.Tensor:
+    """The prover alone: the best proof's score (rule log-weights + policy log-probs), fail_score when none."""
+    proved = feats[..., 1] > 0
+    return torch.where(proved, feats[..., 2] + feats[..., 3], FAIL_SCORE).double()
+
+
+def max_scores(feats: torch.Tensor) -> torch.Tensor:
+    """NTPλ's test-time rule: log max(p_embedding, p_proof), p_proof the product of the proof's rule weights."""
+    proved = feats[..., 1] > 0
+    return torch.where(proved, torch.maximum(feats[..., 0], feats[..., 2]), feats[..., 0]).double()
+
+
+@dataclasses.dataclass
+class Ranked:
+    metrics: dict              # tie rule (TIE_RULES) -> MRR, Hits@1/3/10 over both sides
+    ranks: dict                # tie rule -> [2Q] head ranks then tail ranks
+    tie_share: float           # positives whose score equals that of a corruption the search did not prove
+    tied_any: float            # positives whose score equals any corruption's
+
+
+def rank(scored: Scored, scorer) -> Ranked:
+    """Ranks of each side's positives under `scorer` ([Q, C, 4] -> [Q, C]), three tie rules."""
+    out = {r: [] for r in TIE_RULES}
+    failed_tie, any_tie = [], []
+    for s in scored.sides.values():
+        scores = scorer(s.feats).masked_fill(~s.cs.mask, float("-inf"))
+        for r, rule in TIE_RULES.items():
+            out[r].append(ranks(scores, s.cs, rule))
+        failed_tie.append(ties_with(scores, s.cs, ~s.proven))
+        any_tie.append(ties_with(scores, s.cs))
+    r = {k: torch.cat(v) for k, v in out.items()}
+    return Ranked({k: metrics(v) for k, v in r.items()}, r, float(torch.cat(failed_tie).float().mean()),
+                  float(torch.cat(any_tie).float().mean()))
+
+
+# ---- the whole evaluation --------------------------------------------------------------------
+
+@dataclasses.dataclass
+class LinkPrediction:
+    results: dict              # scorer -> Ranked ("fitted", "embedding alone", "prover alone", "NTPλ max")
+    combination: combine.Combination
+    fit_queries: int           # valid triples the combination was fitted on (0: no valid split: embedding alone)
+    queries: int               # test triples ranked
+    test_size: int             # test triples in the split
+    candidates: int            # candidates ranked, both sides
+    scoring_s: float           # search + embedding scoring of the test candidates (warm)
+    seconds: dict              # embedding training, warm-up, fit, test scoring, coverage, cost, rules alone
+    coverage: dict             # positives proved: search, greedy, engine ceiling at the search's depth; rules
+    cost: dict                 # "greedy (full)", "greedy (recycle)", "search": ms per candidate, rows per candidate
+    rules_only: dict | None    # benchmark_eval.rules_only of the same queries (None without mined rules)
+    embedding_log: EmbeddingLog
+    config: LinkConfig
+    model: object              # the trained ComplEx
+    search: BeamSearch
+
+    @property
+    def candidates_per_s(self) -> float:
+        return self.candidates / self.scoring_s if self.scoring_s else float("nan")
+
+    @property
+    def whole_split(self) -> bool:
+        return self.queries == self.test_size
+
+
+SCORERS = {"fitted": None, "embedding alone": combine.EMBEDDING_ONLY, "prover alone": prover_scores,
+           "NTPλ max": max_scores}
+
+
+def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) -> LinkPrediction:
+    """The embedding trained, the combination fitted on valid, the test triples ranked (module doc)."""
+    secs = {}
+    t = time.perf_counter()
+    model, emb_log = train_complex(kg, cfg.emb, cfg.seed, engine.device)
+    secs["embedding training"] = time.perf_counter() - t
+    search = BeamSearch(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
+    test = test_queries(kg, cfg.n_queries)
+    t = time.perf_counter()
+    search.score(filtered_candidates(kg, test[:1], "tail").flat().to(engine.device), cfg.batch)  # compiles here
+    secs["warm-up"] = time.perf_counter() - t
+    t = time.perf_counter()
+    valid = kg.queries.get("valid", torch.zeros(0, 3, dtype=torch.long))[: cfg.n_fit]
+    comb = combine.fit(score_split(kg, valid, search, model, cfg.batch, cfg.seed).lists()) if len(valid) \
+        else combine.EMBEDDING_ONLY
+    secs["fit on valid"] = time.perf_counter() - t
+    scored = score_split(kg, test, search, model, cfg.batch, cfg.seed)
+    secs["test scoring"] = scored.search_s + scored.embedding_s
+    results = {name: rank(scored, comb if fn is None else fn) for name, fn in SCORERS.items()}
+    t = time.perf_counter()
+    coverage = _coverage(scored, engine, policy, test, cfg)
+    secs["coverage"] = time.perf_counter() - t
+    t = time.perf_counter()
+    cost = cost_per_candidate(kg, engine, policy, search, test[: cfg.n_cost], cfg)
+    secs["cost comparison"] = time.perf_counter() - t
+    t = time.perf_counter()
+    alone = rules_only(kg, rules, test, seed=cfg.seed) if rules is not None else None
+    if rules is not None:
+        from .mining import rule_coverage
+        coverage["rules cover"] = float(rule_coverage(kg, rules, test).float().mean())
+    secs["rules alone"] = time.perf_counter() - t
+    return LinkPrediction(results, comb, len(valid), len(test), len(kg.queries["test"]), scored.candidates,
+                          secs["test scoring"], secs, coverage, cost, alone, emb_log, cfg, model, search)
+
+
+def _coverage(scored: Scored, engine, policy, test: torch.Tensor, cfg: LinkConfig) -> dict:
+    """Shares of the ranked positives proved: by the search, by the greedy policy (max_depth steps), and by
+    the engine's exhaustive search to the search's depth (the ceiling of any search that deep)."""
+    positives = torch.cat([s.proven[:, 0] for s in scored.sides.values()])      # each positive twice: once per side
+    step = GreedyStep(engine, policy, cfg.max_depth)
+    with torch.inference_mode():
+        greedy = rollout(step, test.to(engine.device), cfg.batch, "recycle").proven.cpu()
+    ceiling = engine_coverage(engine, test.to(engine.device), cfg.search_depth).cpu()
+    return {"search proves": float(positives.float().mean()), "greedy proves": float(greedy.float().mean()),
+            f"engine proves (depth {cfg.search_depth})": float(ceiling.float().mean())}
+
+
+def cost_per_candidate(kg, engine, policy, search: BeamSearch, queries: torch.Tensor, cfg: LinkConfig) -> dict:
+    """ms per candidate of the search and of the greedy loop (as 03 evaluates: full chunks; and study 4's
+    recycle) on both sides' candidates of `queries`, each warm (one untimed run first), same batch."""
+    cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
+    step = GreedyStep(engine, policy, cfg.max_depth, cfg.compile, cfg.backend)
+    runs = {"greedy (full)": lambda: optimized.score_candidates(step, cands, cfg.batch),
+            "greedy (recycle)": lambda: rollout(step, cands, cfg.batch, "recycle"),
+            "search": lambda: search.score(cands, cfg.batch)}
+    out = {}
+    with torch.inference_mode():
+        for name, fn in runs.items():
+            fn()
+            t0 = time.perf_counter()
+            res = fn()
+            sec = time.perf_counter() - t0
+            rows = res.row_steps if name == "search" else res.slot_steps
+            out[name] = dict(ms_per_candidate=1e3 * sec / max(1, len(cands)), rows_per_candidate=rows / max(1, len(cands)),
+                             proved=float(res.proven.float().mean()))
+    return out

@@ -1,0 +1,132 @@
+"""Beam search over the policy's choices: the proofs the engine can make that the greedy policy misses.
+
+    search = BeamSearch(engine, policy, width=8, depth=3, compile="default", backend="eager")
+    res = search.score(candidates, batch=512)   # per candidate: best proof found, its rule part, proved
+    res.score, res.proven, res.log_weight, res.row_steps
+
+Each candidate keeps `width` partial proofs (beams). One step derives every successor of every beam
+(`engine.derive` on [B*W] states), scores each child as its parent's score plus the policy's
+log-probability of the choice plus log(weight) of the rule it applies (the greedy step's proof score,
+`step.GreedyStep`), records every child that is <true> as a proof found (best score kept), and keeps the
+`width` best children that are still open goals (not <true>, <false> or <end>). A proof is detected among
+*all* children, not only the kept ones, so `depth` steps find every proof of `depth` steps whose first
+`depth - 1` steps stay among the kept beams: width >= S (the engine's successor slots) and depth 2 is the
+exhaustive search of two steps, which is what one mined rule needs (the rule, then its facts).
+
+Fixed shapes and no host read: `depth` steps of [B, W] beams whatever happens (a dead beam scores -inf and
+is still computed), so the whole search of a chunk is `depth` calls of one compiled graph per shape (the
+first step has W = 1: the query alone) and one read of the results at the end. Ties between children are
+broken by their position (a stable sort), so a row's proof never depends on the other rows of its chunk.
+
+Cost per candidate: 1 + width * (depth - 1) rows derived, against the greedy loop's one row per step
+(until the chunk's slowest candidate is done, at most max_depth steps). `batch` counts rows per step: a
+chunk holds batch // width candidates, so a step's memory is the greedy step's at the same batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+
+from .kg import FIRST_PRED, TRUE
+from .rollout import check_batch, pad_to
+from .step import GreedyStep
+
+NEG_INF = float("-inf")
+
+
+@dataclasses.dataclass
+class SearchResult:
+    score: torch.Tensor        # [N] best proof's score (log-probabilities + log rule weights); fail_score if none
+    proven: torch.Tensor       # [N] bool: a proof was found
+    log_weight: torch.Tensor   # [N] the best proof's sum of log rule weights (0 when none)
+    depth: torch.Tensor        # [N] steps of the best proof (0 when none)
+    row_steps: int = 0         # rows derived, padding included
+    seconds: float = 0.0
+    batch: int = 0             # rows per step
+
+    @property
+    def policy_log_prob(self) -> torch.Tensor:
+        """[N] the best proof's sum of the policy's log-probabilities (0 when none)."""
+        return torch.where(self.proven, self.score - self.log_weight, torch.zeros_like(self.score))
+
+
+class BeamSearch:
+    """`width` proofs per candidate, `depth` steps (module doc). Compile mode and backend as GreedyStep's."""
+
+    def __init__(self, engine, policy, width: int, depth: int, compile: str = "off", backend: str = "inductor"):
+        if width < 1 or depth < 1:
+            raise ValueError(f"need width >= 1 and depth >= 1, got width={width}, depth={depth}")
+        self.engine, self.policy, self.width, self.depth = engine, policy, width, depth
+        self._step = GreedyStep(engine, policy, depth, compile, backend)   # compile mode, backend, graph cache
+        self.mode, self.backend = compile, backend
+
+    def expand(self, states, next_var, score, log_w, best, best_w, best_d, t):
+        """One step of [B, W] beams -> the next [B, width] beams and the best proof so far.
+        states [B, W, A, 3], next_var/score/log_w [B, W]; best/best_w [B] float, best_d [B] long; t [] long."""
+        B, W, A = states.shape[0], states.shape[1], self.engine.A
+        d = self.engine.derive(states.reshape(B * W, A, 3), next_var.reshape(B * W))    # [BW, S, A, 3]
+        lp = torch.log_softmax(self.policy(states.reshape(B * W, A, 3), d.states, d.counts), -1)  # [BW, S]
+        S = lp.shape[1]
+        child = (score.reshape(B * W, 1) + lp + d.log_weight).reshape(B, W * S)   # -inf: invalid or dead parent
+        child_w = (log_w.reshape(B * W, 1) + d.log_weight).reshape(B, W * S)
+        first = d.states[:, :, 0, 0].reshape(B, W * S)
+        # every <true> child is a proof, kept or not; the first best one wins a tie (argmax: lowest index)
+        proof = torch.where(first == TRUE, child, NEG_INF)
+        i = proof.argmax(1, keepdim=True)
+        found = proof.gather(1, i)[:, 0]
+        better = found > best
+        best = torch.where(better, found, best)
+        best_w = torch.where(better, child_w.gather(1, i)[:, 0], best_w)
+        best_d = torch.where(better, t + 1, best_d)                                 # steps of the proof
+        # the `width` best open children continue; a stable sort breaks ties by position, row by row
+        key = torch.where(first >= FIRST_PRED, child, NEG_INF)
+        top, idx = torch.sort(key, dim=1, descending=True, stable=True)
+        top, idx = top[:, : self.width], idx[:, : self.width]                       # [B, width]
+        if top.shape[1] < self.width:                                               # W * S < width: dead pads
+            pad = self.width - top.shape[1]
+            top = torch.cat([top, top.new_full((B, pad), NEG_INF)], 1)
+            idx = torch.cat([idx, idx[:, :1].expand(B, pad)], 1)
+        rows = torch.arange(B, device=states.device)[:, None]
+        new_states = d.states.reshape(B, W * S, A, 3)[rows, idx]                    # [B, width, A, 3]
+        new_nv = d.next_var.reshape(B, W * S)[rows, idx]
+        return new_states, new_nv, top, child_w.gather(1, idx), best, best_w, best_d, t + 1
+
+    def _chunk(self, queries: torch.Tensor):
+        """The search of one chunk of queries [B, 3] -> (best [B], best_w [B], best_d [B])."""
+        B, dev = queries.shape[0], queries.device
+        states, nv = self.engine.initial(queries)
+        states, nv = states[:, None], nv[:, None]                                   # [B, 1, A, 3]: W = 1 first
+        score = torch.zeros(B, 1, device=dev)
+        log_w = torch.zeros(B, 1, device=dev)
+        best = torch.full((B,), NEG_INF, device=dev)
+        best_w = torch.zeros(B, device=dev)
+        best_d = torch.zeros(B, dtype=torch.long, device=dev)
+        t = torch.zeros((), dtype=torch.long, device=dev)  # a device tensor: one graph for every step, no copy in
+        for _ in range(self.depth):
+            fn = self._step.compiled(f"beam{self.width}_w{states.shape[1]}", self.expand)
+            states, nv, score, log_w, best, best_w, best_d, t = fn(states, nv, score, log_w, best, best_w, best_d, t)
+        return best, best_w, best_d
+
+    def score(self, candidates: torch.Tensor, batch: int, fail_score: float = -100.0) -> SearchResult:
+        """Best proof of each candidate [N, 3], chunks of batch // width candidates (the tail padded by
+        repeating its last candidate, so every chunk has one shape)."""
+        check_batch(batch)
+        per_chunk = max(1, batch // self.width)
+        t0 = time.perf_counter()
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(candidates), per_chunk):
+                chunk = candidates[start:start + per_chunk]
+                best, best_w, best_d = self._chunk(pad_to(chunk, per_chunk))
+                parts.append((best[: len(chunk)], best_w[: len(chunk)], best_d[: len(chunk)]))
+        if parts:
+            best, best_w, best_d = (torch.cat(x) for x in zip(*parts))
+        else:
+            best, best_w, best_d = torch.zeros(0), torch.zeros(0), torch.zeros(0, dtype=torch.long)
+        proven = best > NEG_INF
+        score = torch.where(proven, best, torch.full_like(best, fail_score))
+        rows = len(parts) * per_chunk * (1 + self.width * (self.depth - 1))
+        return SearchResult(score, proven, torch.where(proven, best_w, 0.0), torch.where(proven, best_d, 0), rows,
+                            time.perf_counter() - t0, per_chunk * self.width)
