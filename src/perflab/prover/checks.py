@@ -161,8 +161,9 @@ def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: 
     sound = bool((~found.proven.cpu() | ((bfs > 0) & (bfs <= found.depth.cpu()))).all())
     complete = torch.equal(full.proven.cpu(), (bfs > 0) & (bfs <= d_ex))
     search = BeamSearch(engine, policy, width, depth)
-    with torch.inference_mode(), count_host_syncs(cuda_debug=engine.device.type == "cuda") as syncs:
-        search._chunk(cands[:4])
+    chunk = cands[:4]  # already on the device: the counted block starts at the chunk
+    with torch.inference_mode(), count_host_syncs(engine.device) as syncs:
+        search._chunk(chunk)
     meta = BeamSearch(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
                       make_policy(kg, policy.cfg, device="meta"), width, depth)
     with torch.inference_mode(), count_host_operands() as host:
