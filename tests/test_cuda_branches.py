@@ -27,6 +27,7 @@ P, V, L = "tests/test_gpu_paths.py::", "tests/test_vae_captured.py::", "tests/te
 
 # function (path under src/perflab :: qualified name) -> the test that runs its CUDA branch
 CUDA_BRANCHES = {
+    "cudagraphs.py::uses_cudagraphs": P + "test_cuda_03_search_and_link_prediction_under_cuda_graphs",
     "env.py::pick_device": P + "test_cuda_environment_stamp",
     "env.py::synchronize": P + "test_cuda_environment_stamp",
     "env.py::device_name": P + "test_cuda_environment_stamp",
@@ -44,7 +45,6 @@ CUDA_BRANCHES = {
     "prover/batching.py::cache_bytes": P + "test_cuda_03_step_profile",
     "run.py::environment_line": P + "test_cuda_environment_stamp",
     "prover/optimized.py::score_candidates": P + "test_cuda_03_out_of_memory_halves_the_batch",
-    "prover/step.py::GreedyStep.__init__": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "syncs.py::HostSyncCounter.__init__": P + "test_cuda_03_correctness_checks_pass",
     "syncs.py::HostSyncCounter.__enter__": P + "test_cuda_03_correctness_checks_pass",
     "syncs.py::HostSyncCounter.__exit__": P + "test_cuda_03_correctness_checks_pass",

@@ -45,6 +45,34 @@ def test_cuda_03_correctness_checks_pass(prover_cuda):
     assert all(checks.values()), (checks, info)
 
 
+def test_cuda_03_search_and_link_prediction_under_cuda_graphs(prover_cuda):
+    # b62ef7a: after time_variants' reset, every compiled call was a new cudagraph-tree generation and the search's
+    # step 2 read step 1's freed outputs: 03 stopped at its link-prediction cell (gpu-review-2026-11-25 N1).
+    # reduce-overhead and max-autotune both record CUDA graphs (N4): the search runs under each.
+    from perflab.compiles import reset
+    from perflab.prover.embeddings import EmbeddingConfig
+    from perflab.prover.linkpred import LinkConfig, evaluate_link_prediction
+    from perflab.prover.search import BeamSearch
+
+    kg, engine, policy = prover_cuda
+    cands = kg.queries["test"][:20].to(CUDA)
+    want = BeamSearch(engine, policy, 8, 2).score(cands, batch=64)
+    for mode in ("reduce-overhead", "max-autotune"):
+        reset()
+        search = BeamSearch(engine, policy, 8, 2, compile=mode, backend="inductor")
+        assert search._step.cudagraphs
+        for _ in range(2):                         # chunks of 8 candidates: three generations per call
+            got = search.score(cands, batch=64)
+            assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
+            torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
+    reset()
+    cfg = LinkConfig(n_queries=4, n_fit=4, batch=64, compile="reduce-overhead", backend="inductor",
+                     emb=EmbeddingConfig(rank=8, epochs=1), n_cost=1)
+    lp = evaluate_link_prediction(kg, engine, policy, cfg)
+    assert 0 < lp.results["fitted"].metrics["realistic"]["MRR"] <= 1
+    reset()
+
+
 def test_cuda_03_step_profile(prover_cuda):
     # 7e47ac6: key_averages() events have no self_cuda_time_total: AttributeError (review finding 3)
     from perflab.prover.batching import cache_bytes

@@ -18,6 +18,8 @@ import torch._dynamo  # noqa: F401  (registers the callback handler)
 from torch._dynamo.callback import CallbackTrigger, callback_handler
 from torch._dynamo.utils import counters
 
+from .cudagraphs import note_reset
+
 
 @dataclasses.dataclass
 class CompileCounter:
@@ -65,8 +67,10 @@ def count_compiles() -> CompileCounter:
 
 
 def reset() -> None:
-    """Forget every compiled graph (torch._dynamo.reset), so the next call compiles from scratch."""
+    """Forget every compiled graph (torch._dynamo.reset), so the next call compiles from scratch. CUDA-graph
+    generations start again from every compiled call, as on a GPU (`perflab.cudagraphs`)."""
     torch._dynamo.reset()
+    note_reset()
 
 
 def compile_kwargs(compile: str, backend: str = "inductor") -> dict | None:

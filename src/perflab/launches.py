@@ -128,6 +128,8 @@ class LaunchCounter:
                 if not self.on_device:
                     self.by_op["compiled graph"] += 1
             elif _RUNTIME_CALL.match(name):
+                if _inside_runtime_call(e):
+                    continue  # one launch, however many entry points it passes through: the outermost counts
                 kind = next((k for part, k in _LAUNCH_KINDS if part in name), None)
                 if kind is None:
                     self.other_calls[name] += 1
@@ -148,6 +150,19 @@ class LaunchCounter:
 
     def __repr__(self) -> str:
         return f"LaunchCounter(total={self.total} {self.what}, top={self.by_op.most_common(3)})"
+
+
+def _inside_runtime_call(event) -> bool:
+    """Whether a runtime call runs inside another one. How CUPTI names CUDA 13's <<<>>> launches is not in torch's
+    source (kineto takes CUPTI's callback names); if `__cudaLaunchKernel` were reported and the
+    `cudaLaunchKernel` it calls too, the two would nest: torch's profiler makes an event the child of any CPU event
+    whose [start, end) holds it, runtime calls included (`EventList._populate_cpu_children`, profiler_util.py)."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if _RUNTIME_CALL.match(parent.name):
+            return True
+        parent = parent.cpu_parent
+    return False
 
 
 def _inside_aten(event) -> bool:

@@ -31,6 +31,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler
 
 from ..compiles import compile_kwargs
+from ..cudagraphs import uses_cudagraphs
 from ..env import synchronize
 from .batches import IndexStream, PretokenizedCache, batch_on_the_fly
 from .config import Toggles
@@ -171,7 +172,7 @@ class OptimizedTrainer(TrainerBase):
         """One optimizer step; returns the mean loss (a float, or a device tensor under no_step_sync)."""
         if not self.t.no_step_sync:
             synchronize(self.device)  # the baseline's step-start synchronize
-        if self.t.compile == "reduce-overhead":
+        if uses_cudagraphs(self.t.compile, self.t.compile_backend, self.device):
             torch.compiler.cudagraph_mark_step_begin()  # CUDA graphs: the previous step's outputs are not read again
         total = 0.0
         for i in range(self.accum_steps):

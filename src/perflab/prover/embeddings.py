@@ -59,7 +59,8 @@ class ComplEx(nn.Module):
     def scores(self, h: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         """[B, C + 1] the score of every entity as the answer of (h, r, ?); padding -inf."""
         s = self._query(h, r) @ self.ent.T                     # one matmul against every entity
-        return s.index_fill(1, torch.tensor([0], device=s.device), float("-inf"))
+        # column 0 (padding) filled on the device: an index tensor built from host data would be a blocking copy
+        return torch.cat([torch.full_like(s[:, :1], float("-inf")), s[:, 1:]], 1)
 
     def side_log_probs(self, queries: torch.Tensor, side: str, chunk: int = 4096) -> torch.Tensor:
         """[Q, C + 1] log-softmax over entities for the side a corruption replaces: tail -> (h, r, ?), head ->

@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from ..env import synchronize
 from . import combine, optimized
 from .benchmark_eval import SIDES, engine_coverage, filtered_candidates, rules_only
 from .embeddings import EmbeddingConfig, EmbeddingLog, train_complex
@@ -46,12 +47,19 @@ class LinkConfig:
     emb: EmbeddingConfig = EmbeddingConfig()
     seed: int = 0
     n_cost: int = 8                # test triples whose candidates time the search against the greedy loop
+    greedy_batch: int = 0          # slots of the greedy loop (coverage, cost comparison); 0: batch
 
     @classmethod
     def of(cls, cfg, batch: int) -> LinkConfig:
-        """From a notebook's EvalParams and the run's resolved batch (the search's, unless search_batch is set)."""
+        """From a notebook's EvalParams and the run's resolved batch: the greedy loop's, and the search's unless
+        search_batch is set (the GPU preset's 65,536 search rows would pad a greedy loop over a few thousand
+        candidates 16-39 times: each way runs at its own batch)."""
         return cls(cfg.n_queries, cfg.n_fit, cfg.search_batch or batch, cfg.beam, cfg.search_depth, cfg.max_depth, cfg.compile,
-                   cfg.backend, EmbeddingConfig(rank=cfg.emb_rank, epochs=cfg.emb_epochs), cfg.seed)
+                   cfg.backend, EmbeddingConfig(rank=cfg.emb_rank, epochs=cfg.emb_epochs), cfg.seed, greedy_batch=batch)
+
+    @property
+    def greedy_slots(self) -> int:
+        return self.greedy_batch or self.batch
 
 
 def test_queries(kg, n: int) -> torch.Tensor:
@@ -212,7 +220,7 @@ def _coverage(scored: Scored, engine, policy, test: torch.Tensor, cfg: LinkConfi
     positives = torch.cat([s.proven[:, 0] for s in scored.sides.values()])      # each positive twice: once per side
     step = GreedyStep(engine, policy, cfg.max_depth)
     with torch.inference_mode():
-        greedy = rollout(step, test.to(engine.device), cfg.batch, "recycle").proven.cpu()
+        greedy = rollout(step, test.to(engine.device), cfg.greedy_slots, "recycle").proven.cpu()
     ceiling = engine_coverage(engine, test.to(engine.device), cfg.search_depth).cpu()
     return {"search proves": float(positives.float().mean()), "greedy proves": float(greedy.float().mean()),
             f"engine proves (depth {cfg.search_depth})": float(ceiling.float().mean())}
@@ -220,20 +228,23 @@ def _coverage(scored: Scored, engine, policy, test: torch.Tensor, cfg: LinkConfi
 
 def cost_per_candidate(kg, engine, policy, search: BeamSearch, queries: torch.Tensor, cfg: LinkConfig) -> dict:
     """ms per candidate of the search and of the greedy loop (as 03 evaluates: full chunks; and study 4's
-    recycle) on both sides' candidates of `queries`, each warm (one untimed run first), same batch."""
+    recycle) on both sides' candidates of `queries`, each warm (one untimed run first), each at its own batch
+    (`cfg.batch` rows per search step, `cfg.greedy_slots` greedy slots), which each entry names."""
     cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
     step = GreedyStep(engine, policy, cfg.max_depth, cfg.compile, cfg.backend)
-    runs = {"greedy (full)": lambda: optimized.score_candidates(step, cands, cfg.batch),
-            "greedy (recycle)": lambda: rollout(step, cands, cfg.batch, "recycle"),
-            "search": lambda: search.score(cands, cfg.batch)}
+    B = cfg.greedy_slots
+    runs = {"greedy (full)": (B, lambda: optimized.score_candidates(step, cands, B)),
+            "greedy (recycle)": (B, lambda: rollout(step, cands, B, "recycle")),
+            "search": (cfg.batch, lambda: search.score(cands, cfg.batch))}
     out = {}
     with torch.inference_mode():
-        for name, fn in runs.items():
+        for name, (batch, fn) in runs.items():
             fn()
             t0 = time.perf_counter()
             res = fn()
+            synchronize(engine.device)  # the greedy loops end on a host read; the search synchronizes itself
             sec = time.perf_counter() - t0
             rows = res.row_steps if name == "search" else res.slot_steps
             out[name] = dict(ms_per_candidate=1e3 * sec / max(1, len(cands)), rows_per_candidate=rows / max(1, len(cands)),
-                             proved=float(res.proven.float().mean()))
+                             proved=float(res.proven.float().mean()), batch=batch)
     return out

@@ -49,7 +49,8 @@ def summary_lines(lp, dataset: str, device_type: str) -> list[str]:
     ceiling = next(k for k in c if k.startswith("engine proves"))
     split = "the whole test split" if lp.whole_split else f"the first {lp.queries} of {lp.test_size} test triples"
     rules = f"; the mined rules cover {c['rules cover']:.1%} in one application" if "rules cover" in c else ""
-    cost = ", ".join(f"{k} {v['ms_per_candidate']:.3f} ms ({v['rows_per_candidate']:.1f} rows)" for k, v in lp.cost.items())
+    cost = ", ".join(f"{k} {v['ms_per_candidate']:.3f} ms ({v['rows_per_candidate']:.1f} rows, B={v['batch']})"
+                     for k, v in lp.cost.items())
     t = lp.seconds
     return [
         f"{dataset}: {split} ranked against every filtered corruption of head and tail: {lp.candidates:,} candidates",
@@ -62,8 +63,8 @@ def summary_lines(lp, dataset: str, device_type: str) -> list[str]:
         f"fitted on {lp.fit_queries} valid triples: {lp.combination.describe()}; a proof through one rule of "
         f"confidence 0.9 / 0.5 / 0.1 adds " + " / ".join(f"{lp.combination.bonus(math.log(c)):+.2f}" for c in (0.9, 0.5, 0.1))
         + f" (policy term aside) to a score whose embedding term moves {lp.combination.weights[0].item():.2f} per nat",
-        f"cost per candidate on the candidates of {lp.config.n_cost} test triples (B={lp.config.batch}, "
-        f"{lp.config.compile}/{lp.config.backend}): {cost}",
+        f"cost per candidate on the candidates of {lp.config.n_cost} test triples "
+        f"({lp.config.compile}/{lp.config.backend}): {cost}",
         f"speed ({device_type}): {lp.candidates_per_s:,.0f} candidates/s, test scoring {lp.scoring_s:.1f} s; "
         f"embedding training {t['embedding training']:.1f} s, fit on valid {t['fit on valid']:.1f} s, "
         f"warm-up {t['warm-up']:.1f} s",

@@ -89,6 +89,25 @@ def ranks(scores: torch.Tensor, cs: CandidateSet, tie_break: str = "random", dec
     return 1 + higher + ahead
 
 
+def rank_bounds(scores: torch.Tensor, cs: CandidateSet, atol: float = 1e-5, decimals: int = 4):
+    """([Q], [Q]) the lowest and highest rank `ranks` can give each positive when every score may move by up to
+    `atol` (float rounding that changes with the batch size or the device: cuBLAS and inductor pick other
+    kernels, and other reduction orders, for another number of rows), under any tie rule. Rounding to `decimals`
+    moves a score by up to half a unit more."""
+    tol = 2 * atol + 10.0 ** -decimals
+    s = scores.double()
+    pos, neg, m = s[:, :1], s[:, 1:], cs.mask[:, 1:]
+    surely_above = ((neg - pos > tol) & m).sum(1).double()
+    maybe_above = ((neg - pos >= -tol) & m).sum(1).double()
+    return 1 + surely_above, 1 + maybe_above
+
+
+def within_bounds(r: torch.Tensor, bounds) -> bool:
+    """Every rank of `r` inside `rank_bounds`' interval."""
+    lo, hi = bounds
+    return bool(((r >= lo) & (r <= hi)).all())
+
+
 def ties_with(scores: torch.Tensor, cs: CandidateSet, among: torch.Tensor | None = None, decimals: int = 4) -> torch.Tensor:
     """[Q] bool: the positive's score (rounded as `ranks` rounds it) equals that of at least one real negative,
     only counting negatives where `among` [Q, 1 + K] is True (None: every negative)."""

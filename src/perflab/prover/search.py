@@ -15,7 +15,9 @@ exhaustive search of two steps, which is what one mined rule needs (the rule, th
 
 Fixed shapes and no host read: `depth` steps of [B, W] beams whatever happens (a dead beam scores -inf and
 is still computed), so the whole search of a chunk is `depth` calls of one compiled graph per shape (the
-first step has W = 1: the query alone) and one read of the results at the end. Ties between children are
+first step has W = 1: the query alone) and one read of the results at the end. Where the mode records CUDA
+graphs, a chunk is one generation (`perflab.cudagraphs`): step 2 reads step 1's outputs, and the chunk's
+results are copied out before the next chunk frees them. Ties between children are
 broken by their position (a stable sort), so a row's proof never depends on the other rows of its chunk.
 
 Cost per candidate: 1 + width * (depth - 1) rows derived, against the greedy loop's one row per step
@@ -105,6 +107,8 @@ class BeamSearch:
         best_w = torch.zeros(B, device=dev)
         best_d = torch.zeros(B, dtype=torch.long, device=dev)
         t = torch.zeros((), dtype=torch.long, device=dev)  # a device tensor: one graph for every step, no copy in
+        if self._step.cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()  # one generation per chunk: its steps read each other's outputs
         for _ in range(self.depth):
             fn = self._step.compiled(f"beam{self.width}_w{states.shape[1]}", self.expand)
             states, nv, score, log_w, best, best_w, best_d, t = fn(states, nv, score, log_w, best, best_w, best_d, t)
@@ -115,21 +119,21 @@ class BeamSearch:
         repeating its last candidate, so every chunk has one shape)."""
         check_batch(batch)
         per_chunk = max(1, batch // self.width)
+        N, dev = len(candidates), candidates.device
         t0 = time.perf_counter()
-        parts = []
         with torch.inference_mode():
-            for start in range(0, len(candidates), per_chunk):
+            # each chunk's results copied here: a CUDA graph's outputs live until the next chunk's generation
+            best = torch.empty(N, device=dev)
+            best_w = torch.empty(N, device=dev)
+            best_d = torch.empty(N, dtype=torch.long, device=dev)
+            for start in range(0, N, per_chunk):
                 chunk = candidates[start:start + per_chunk]
-                best, best_w, best_d = self._chunk(pad_to(chunk, per_chunk))
-                parts.append((best[: len(chunk)], best_w[: len(chunk)], best_d[: len(chunk)]))
-        synchronize(candidates.device)  # the chunks run asynchronously on a GPU: their time ends when they do
+                for dst, src in zip((best, best_w, best_d), self._chunk(pad_to(chunk, per_chunk))):
+                    dst[start:start + len(chunk)] = src[: len(chunk)]
+        synchronize(dev)  # the chunks run asynchronously on a GPU: their time ends when they do
         seconds = time.perf_counter() - t0
-        if parts:
-            best, best_w, best_d = (torch.cat(x) for x in zip(*parts))
-        else:
-            best, best_w, best_d = torch.zeros(0), torch.zeros(0), torch.zeros(0, dtype=torch.long)
         proven = best > NEG_INF
         score = torch.where(proven, best, torch.full_like(best, fail_score))
-        rows = len(parts) * per_chunk * (1 + self.width * (self.depth - 1))
+        rows = -(-N // per_chunk) * per_chunk * (1 + self.width * (self.depth - 1))
         return SearchResult(score, proven, torch.where(proven, best_w, 0.0), torch.where(proven, best_d, 0), rows,
                             seconds, per_chunk * self.width)

@@ -10,9 +10,11 @@ host, so it compiles to one graph per batch size and can be replayed as a CUDA g
 Compiling: `compile` is the torch.compile mode ("off": eager), `backend` the backend
 (`perflab.compiles.compile_kwargs`). The rollout loops (`rollout.py`) compile their whole per-step body
 (the step plus the loop's bookkeeping, writing the slots in place) through `GreedyStep.compiled`, and
-keep the slots in persistent buffers (`GreedyStep.buffers`): on CUDA under reduce-overhead the buffers
-are marked static, so a replay neither copies its inputs in nor its outputs out, and nothing is
-allocated per step.
+keep the slots in persistent buffers (`GreedyStep.buffers`): where the mode records CUDA graphs
+(`GreedyStep.cudagraphs`, from `perflab.cudagraphs.uses_cudagraphs`) the buffers are marked static, so a
+replay neither copies its inputs in nor its outputs out, and nothing is allocated per step. Callers of a
+CUDA-graph step follow torch's lifetime rule (`perflab.cudagraphs`): `cudagraph_mark_step_begin()` where a
+generation starts, and a clone of any output kept past the next one.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import NamedTuple
 import torch
 
 from ..compiles import compile_kwargs
+from ..cudagraphs import NO_CUDAGRAPHS, tracked, uses_cudagraphs
 from .kg import FIRST_PRED, TRUE
 
 MODES = ("off", "default", "reduce-overhead", "max-autotune")
@@ -48,7 +51,7 @@ class GreedyStep:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.engine, self.policy, self.max_depth = engine, policy, max_depth
         self.mode, self.backend = compile, backend
-        self.cudagraphs = compile == "reduce-overhead" and backend == "inductor" and engine.device.type == "cuda"
+        self.cudagraphs = uses_cudagraphs(compile, backend, engine.device)
         self._compiled: dict = {}
         self._buffers: dict = {}
         self._fn = self.compiled("advance", self.advance)
@@ -62,9 +65,13 @@ class GreedyStep:
             if kw is not None:  # one graph per batch size and per bucket: past dynamo's default of 8 per
                 # function (shared by every GreedyStep) it would silently fall back to eager
                 torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-            if kw is not None and dynamic and kw.get("mode") == "reduce-overhead":
-                kw = {**kw, "mode": "default"}  # a CUDA graph per shape would be recorded for every size
-            self._compiled[name] = fn if kw is None else torch.compile(fn, fullgraph=True, dynamic=dynamic, **kw)
+            if kw is not None and dynamic and kw.get("mode") in NO_CUDAGRAPHS:
+                kw = {**kw, "mode": NO_CUDAGRAPHS[kw["mode"]]}  # a CUDA graph per shape would be recorded for every size
+            if kw is None:
+                self._compiled[name] = fn
+            else:
+                compiled = torch.compile(fn, fullgraph=True, dynamic=dynamic, **kw)
+                self._compiled[name] = tracked(compiled) if self.cudagraphs and not dynamic else compiled
         return self._compiled[name]
 
     def buffers(self, key, make):
