@@ -80,9 +80,10 @@ def test_launches_baseline_vs_captured(batches, compiled):
     assert c.graph_calls == steps                         # the whole step, backward and Adam included: one graph
     # what inductor's C++ code hands to aten from inside the graph, per step: the 22 matmuls (forward 6, the
     # no_grad encoder pass 3, separability 2, backward 11), the 7 random draws kept in aten for the same masks
-    # (6 dropouts, the noise), the remap's cumsum; nothing between graphs (no copies, grad hand-overs or Adam)
+    # (6 dropouts, the noise), the remap's cumsum; nothing between graphs (no copies, grad hand-overs or Adam).
+    # The noise is randn_like on torch 2.13, randn of its shape on 2.11 (its inductor decomposes randn_like)
     assert ops["aten::mm"] + ops["aten::addmm"] == 22 * steps
-    assert ops["aten::native_dropout"] == 6 * steps and ops["aten::randn_like"] == steps
+    assert ops["aten::native_dropout"] == 6 * steps and ops["aten::randn_like"] + ops["aten::randn"] == steps
     assert ops["aten::cumsum"] == steps
     assert c.total - (22 + 7 + 1 + 1) * steps <= 2        # the rest: the metric ring's one read (tolist)
     # the CPU proxy: 248 -> 31 per step, ~8x; the 10x is out of reach while the matmuls and the draws stay
