@@ -1,6 +1,7 @@
 # perflab: two commands are the contract (see README).
 #   make run   set up .venv and run every notebook on its defaults into outputs/local/ (+ REPORT.md)
 #   make test  set up .venv, then pytest over tests/ and nbval over notebooks/
+#   make test-min  the same pytest on the oldest torch pyproject.toml accepts (torch==2.11.0, its own venv)
 #   make lab   JupyterLab on the perflab kernel
 #
 # GPU hosts: install your CUDA build of torch instead of the CPU pin, e.g.
@@ -21,7 +22,12 @@ STAMP := $(VENV)/.perflab-installed
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
                --nbval-cell-timeout=900 -p no:cacheprovider
 
-.PHONY: setup run test nbval lab clean distclean
+# test-min: the declared floor (pyproject.toml's torch>=2.11; the GPU host's torch) as a tested fact. PyPI's
+# torch 2.11.0 for x86_64 Linux is the CUDA 13.0 build (~4 GB with its nvidia-* wheels); it runs on the CPU.
+MIN_VENV  ?= .venv-torch2.11
+MIN_TORCH ?= torch==2.11.0
+
+.PHONY: setup run test nbval test-min lab clean distclean
 
 setup: $(STAMP)
 
@@ -57,6 +63,12 @@ nbval:
 	  CUDA_VISIBLE_DEVICES= $(PY) -m pytest -q $(NBVAL_FLAGS) $(NOTEBOOKS); \
 	else echo "no notebooks in $(NOTEBOOKS): nbval has nothing to check"; fi
 
+# pytest only: nbval's checked outputs were made on the pinned torch; the Slurm and browser tests drive clients
+# (slurm-wlm, chromium), which do not depend on torch's version
+test-min:
+	$(MAKE) --no-print-directory setup VENV=$(MIN_VENV) TORCH=$(MIN_TORCH)
+	$(MIN_VENV)/bin/python -m pytest -q -m "not slurm and not browser" tests
+
 # root (containers, cloud images) must say so to JupyterLab; nbval's conftest.py is no notebook: hidden from the
 # file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/test_lab.py changes.
 LAB_DIR   ?= notebooks
@@ -70,4 +82,4 @@ clean:
 	rm -rf $(OUT) .pytest_cache
 
 distclean: clean
-	rm -rf $(VENV) src/*.egg-info
+	rm -rf $(VENV) $(MIN_VENV) src/*.egg-info

@@ -25,3 +25,11 @@ def test_environment_yml_lists_the_same_packages_as_pyproject():
 
 def test_makefile_pins_the_torch_that_ci_installs():
     assert "TORCH       ?= torch==2.13.0" in (ROOT / "Makefile").read_text()
+
+
+def test_ci_tests_the_torch_floor_that_pyproject_declares():
+    pp = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floor = next(r for r in pp["dependencies"] if _norm(r)[0] == "torch")
+    assert floor == "torch>=2.11"
+    assert "MIN_TORCH ?= torch==2.11.0" in (ROOT / "Makefile").read_text()   # `make test-min`
+    assert "\nmake test-min" in (ROOT / ".ci" / "run").read_text()

@@ -8,6 +8,8 @@
 Counts come from dynamo's own compile callbacks (each compile carries an id "frame/attempt": an
 attempt above 0 is a recompile of a frame already compiled) and from its `unique_graphs` counter;
 CUDA-graph recordings (mode="reduce-overhead") come from the same callbacks' CUDAGRAPH_RECORDING trigger.
+
+`same_draws_options()`: inductor options under which a compiled graph draws the same random numbers as eager.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import torch
 import torch._dynamo  # noqa: F401  (registers the callback handler)
 from torch._dynamo.callback import CallbackTrigger, callback_handler
 from torch._dynamo.utils import counters
+from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 
 from .cudagraphs import note_reset
 
@@ -80,3 +83,44 @@ def compile_kwargs(compile: str, backend: str = "inductor") -> dict | None:
     if compile == "off":
         return None
     return {"backend": backend, "mode": compile} if backend == "inductor" else {"backend": backend}
+
+
+def same_draws_options() -> dict:
+    """Inductor options (`torch.compile(..., options=)`) under which a compiled graph draws the same random numbers
+    as eager from the same seed: aten's own RNG ops (`fallback_random`), called in the program's order.
+
+    torch >= 2.13 keeps that order itself: a post-grad pass chains the draws (PyTorch PR #181245) and the locality
+    reorder leaves them in place (PR #176842). torch 2.11 (the floor pyproject.toml accepts; the GPU host's) has
+    neither: its scheduler treats a draw as a pure op and runs it wherever its inputs are ready, e.g. a `randn`
+    ahead of the dropouts before it (2.11 also decomposes `randn_like(t)` into `randn(t.shape)`: the same numbers
+    from the same generator, under another profiler name). On such a torch the same chain is added here as a
+    custom post-grad pass, and the locality reorder, which runs before that pass, is turned off."""
+    from torch._inductor.fx_passes import post_grad
+
+    if hasattr(post_grad, "_chain_random_ops_for_ordering"):  # this inductor chains the draws itself
+        return {"fallback_random": True}
+    return {"fallback_random": True, "reorder_for_locality": False, "post_grad_custom_post_pass": _ChainDraws()}
+
+
+class _ChainDraws(CustomGraphPass):
+    """Each random op of the graph (aten's `nondeterministic_seeded` tag) runs after the one before it in program
+    order: a control dependency (`preserve_node_ordering`, torch's own helper for ordering), as torch 2.13 adds."""
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        import operator
+
+        from torch._inductor.fx_passes.control_dependencies import preserve_node_ordering
+        from torch.utils._ordered_set import OrderedSet
+
+        draws = [n for n in graph.nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+                 and torch.Tag.nondeterministic_seeded in n.target.tags]
+        deps = {}
+        for before, node in zip(draws, draws[1:]):
+            # a draw with a tuple output (native_dropout): 2.11's lowering of the dependency skips a tuple, so
+            # depend on one of its items, computed by the same kernel
+            item = next((u for u in before.users if u.target is operator.getitem), before)
+            deps[node] = OrderedSet([item])
+        preserve_node_ordering(graph, deps)
+
+    def uuid(self) -> bytes:
+        return get_hash_for_files((__file__,))  # inductor's cache key: this file's code

@@ -23,7 +23,8 @@ marking and says what is recorded. Inductor's own CUDA graphs are turned off ins
 
 Same math as the optimized step: the same ops in the same order; the schedule's weights come from the device
 step counter (int64) in float64 arithmetic, cast to float32, as the host's Python floats are; randomness is
-drawn by aten's own RNG ops (inductor's `fallback_random`), in the same order from the same generator, so the
+drawn by aten's own RNG ops (inductor's `fallback_random`), in the same order from the same generator
+(`perflab.compiles.same_draws_options`: on torch 2.11 that order needs a pass of ours), so the
 same seed gives the same dropout masks and noise (on CUDA each replay advances the Philox offset as the eager
 kernels would). The Adam update: eagerly the fused kernel, as in the optimized step; traced, torch.optim's
 foreach form of the same update (the fused one is not traceable), which inductor fuses into the step's
@@ -47,7 +48,7 @@ import torch
 from torch.optim.adam import adam
 from tqdm import tqdm
 
-from ..compiles import compile_kwargs
+from ..compiles import compile_kwargs, same_draws_options
 from ..params import Backend, CompileMode
 from .config import StepConfig, TrainConfig
 from .model import MixtureVAE
@@ -72,7 +73,7 @@ class Captured:
                              f"separability vectorized), got {s}")
 
 
-TESTED_TORCH = "2.13"  # the torch the compiled captured step is tested with (CPU in CI; see README for CUDA)
+TESTED_TORCH = "2.11"  # the oldest torch the compiled captured step is tested with (CI: 2.11 and 2.13 on a CPU)
 
 
 @functools.cache
@@ -120,7 +121,7 @@ def inductor_options(compile: CompileMode, backend: Backend, device_type: str) -
     if kw is None or kw["backend"] != "inductor":
         return kw
     options = dict(list_mode_options(kw.pop("mode")))
-    options["fallback_random"] = True  # aten's RNG ops: the same draws as the optimized step, same seed
+    options |= same_draws_options()  # aten's RNG ops in the program's order: the optimized step's draws, same seed
     if device_type == "cuda":
         options["triton.cudagraphs"] = False  # the whole step is one graph recorded here: no graphs inside it
     return kw | {"options": options}

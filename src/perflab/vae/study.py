@@ -121,7 +121,8 @@ def count_step_launches(tr: EagerTrainer | CapturedStep, batches) -> tuple[float
 MATMULS, DRAWS, GRAPH_CALLS = "matmuls (aten BLAS calls)", "random draws (aten RNG)", "compiled-graph calls"
 LAUNCH_KINDS = {
     MATMULS: ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::t"),
-    DRAWS: ("aten::dropout", "aten::native_dropout", "aten::randn_like", "aten::bernoulli_"),
+    # aten::randn: the noise in a step compiled by torch 2.11's inductor, which decomposes randn_like into it
+    DRAWS: ("aten::dropout", "aten::native_dropout", "aten::randn_like", "aten::randn", "aten::bernoulli_"),
     "detach (autograd hands over each gradient; metrics)": ("aten::detach", "aten::detach_"),
     GRAPH_CALLS: ("compiled graph",),
     "Adam, eager (the fused kernel and its step count)": ("aten::_fused_adam_", "aten::_foreach_add_"),
