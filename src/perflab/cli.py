@@ -21,12 +21,12 @@ from pathlib import Path
 
 from . import notebooks as nbs  # imports neither torch nor nbformat: `perflab --help` answers at once
 from .params import ParameterError
-from .paths import repo_root
-from .studies import SCHEMAS
+from .paths import notebooks_dir, repo_root
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--notebooks", type=Path, default=None, help="notebook folder (default: <repo>/notebooks)")
+    p.add_argument("--notebooks", type=Path, default=None,
+                   help="notebook folder (default: the project's notebooks/, or the study folder you are in)")
     p.add_argument("--kernel", default=None, help="Jupyter kernel (default: the notebook's, i.e. this Python)")
     p.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     p.add_argument("--cell-timeout", type=int, default=None, help="seconds before a cell is stopped")
@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE",
                    help="override one parameter (typed like papermill's -p)")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: $PERFLAB_OUT, else outputs/local)")
-    p.add_argument("--params-dir", type=Path, default=None, help="preset root (default: <repo>/params)")
+    p.add_argument("--params-dir", type=Path, default=None,
+                   help="preset root (default: the params/ beside the notebooks)")
     p.add_argument("--no-report", action="store_true", help="do not write REPORT.md afterwards")
     _common(p)
 
@@ -100,17 +101,18 @@ def cmd_list(args) -> int:
     import typing
 
     from .params import ParameterError, default_of, type_name, validate
-    from .studies import schema_for
+    from .studies import declared, schema_for
 
     found = nbs.discover(args.notebooks)
     if not found:
-        print("no notebooks yet in", args.notebooks or repo_root() / "notebooks")
+        print("no notebooks yet in", args.notebooks or notebooks_dir())
         return 0
     bad = 0
     for name in nbs.resolve(args.names, found):
         schema = schema_for(name, found[name])
         hints, cell = typing.get_type_hints(schema), nbs.inspect(found[name])
-        print(f"{name}  ({schema.__module__}.{schema.__qualname__})" if name in SCHEMAS else name)
+        d = declared(found[name])  # a class named by the notebook's setup call, not one built from its cell
+        print(f"{name}  ({schema.__module__}.{schema.__qualname__})" if d and d.module else name)
         for f in dataclasses.fields(schema):
             help_ = (cell.get(f.name) or {}).get("help")
             print(f"    {f.name}: {type_name(hints[f.name])} = {default_of(f)!r}" + (f"  # {help_}" if help_ else ""))
@@ -137,7 +139,7 @@ def _report(out: Path) -> Path:
 
 def cmd_run(args) -> int:
     if not nbs.discover(args.notebooks):
-        print(f"no notebooks yet in {args.notebooks or repo_root() / 'notebooks'}: nothing to run")
+        print(f"no notebooks yet in {args.notebooks or notebooks_dir()}: nothing to run")
         return 0
     jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                     p_dir=args.params_dir)
@@ -146,7 +148,7 @@ def cmd_run(args) -> int:
     outcomes = []
     for i, (name, path, params) in enumerate(jobs, 1):
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
-        if args.preset and nbs.preset_file(args.preset, name, args.params_dir) is None:
+        if args.preset and nbs.preset_file(args.preset, name, args.params_dir, path.parent) is None:
             shown += f"; preset {args.preset!r} has no file for it"
         print(f"[{i}/{len(jobs)}] {name} ({shown})", flush=True)
         try:
