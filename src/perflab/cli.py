@@ -1,6 +1,7 @@
 """The `perflab` command: list, run, report and refresh the study notebooks.
 
     perflab list
+    perflab new NAME [--into DIR]   (a study of your own: package, notebook, GPU preset, tests, in DIR/NAME/)
     perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
     perflab gpu-check [NAME ...] [--params gpu-smoke]   (on a GPU host: pytest -m gpu + notebooks + REPORT.md)
     perflab report DIR
@@ -40,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="notebooks and their parameters (types, defaults, help)")
     p.add_argument("names", nargs="*")
     p.add_argument("--notebooks", type=Path, default=None)
+
+    p = sub.add_parser("new", help="write a study of your own into a new folder: package, notebook, preset, tests")
+    p.add_argument("name", help="the study's name: its folder, its package (a Python identifier) and its notebook")
+    p.add_argument("--into", type=Path, default=Path("."), help="where its folder goes (default: here)")
+    p.add_argument("--no-execute", action="store_true",
+                   help="write the files only (the notebook keeps no outputs for nbval until `perflab refresh`)")
+    p.add_argument("--kernel", default=None, help="Jupyter kernel for the first execution (default: the notebook's)")
 
     p = sub.add_parser("run", help="execute notebooks with papermill into a run folder")
     p.add_argument("names", nargs="*", help="notebook names or unique prefixes (default: all)")
@@ -189,6 +197,25 @@ def cmd_gpu_check(args) -> int:
     return rc or (1 if tests[0] else 0)
 
 
+def cmd_new(args) -> int:
+    from . import new
+
+    target = new.write(args.name, args.into)
+    print(new.describe(target, args.name))
+    if args.no_execute:
+        print(f"not executed: the notebook has no outputs yet; `perflab refresh` in {target} executes it")
+        return 0
+    print(f"executing {args.name}.ipynb once on its CPU defaults, so that nbval has outputs to compare "
+          "(what `perflab refresh` does)", flush=True)
+    o = new.execute_once(target, args.name, kernel_name=args.kernel)
+    if not o.ok:
+        print(f"perflab new: {o.describe()}\nthe files are written; fix the cause, then `perflab refresh` in {target}",
+              file=sys.stderr)
+        return 1
+    print(f"    ok in {o.seconds:.1f} s\n{new.next_steps(target, args.name)}")
+    return 0
+
+
 def cmd_report(args) -> int:
     from . import report
 
@@ -254,7 +281,7 @@ def cmd_compare(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
-            "sweep": cmd_sweep, "compare": cmd_compare}
+            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new}
     from .gpucheck import NoGPU
     from .sweep import SweepError
 
