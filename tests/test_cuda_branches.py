@@ -55,6 +55,9 @@ CUDA_BRANCHES = {
     "vae/captured.py::CapturedStep.__init__": V + "test_cuda_one_replay_per_step_same_math_no_sync",
     "vae/captured.py::CapturedStep.__call__": V + "test_cuda_one_replay_per_step_same_math_no_sync",
     "vae/captured.py::CapturedStep._record": P + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
+    # the study `perflab new` writes: its tests take the GPU where there is one, its preset names it
+    "template/tests/test_mystudy.py::<module>": "tests/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
+    "template/tests/test_mystudy.py::test_the_gpu_preset_is_valid": "tests/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
     # sentences and verdicts from a GPU run's evidence: a CPU test gives them such evidence
     "vae/claims.py::measurements": "tests/test_vae_study.py::test_claims_table_and_verdicts",
     "vae/claims.py::report": "tests/test_vae_study.py::test_claims_table_and_verdicts",

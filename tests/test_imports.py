@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # the runner, bottom to top: each may import the modules before it (and the kit), never one after it
-RUNNER = ["execution", "notebooks", "points", "slurm", "sweep", "report", "compare", "cli"]
+RUNNER = ["execution", "notebooks", "new", "points", "slurm", "sweep", "report", "compare", "cli"]
 
 
 def _module_name(path: Path, src: Path) -> str:
@@ -40,8 +40,10 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
 
 
 def import_graph(src: Path = SRC) -> dict[str, set[str]]:
-    """{module: the perflab modules it imports}, for every module under src/perflab."""
-    files = {_module_name(p, src): p for p in sorted((src / "perflab").rglob("*.py"))}
+    """{module: the perflab modules it imports}, for every module under src/perflab (not the template of
+    `perflab new`, src/perflab/template/: a study of the user's, which imports perflab from outside)."""
+    files = {_module_name(p, src): p for p in sorted((src / "perflab").rglob("*.py"))
+             if "template" not in p.relative_to(src / "perflab").parts[:1]}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]

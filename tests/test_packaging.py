@@ -23,6 +23,12 @@ def test_environment_yml_lists_the_same_packages_as_pyproject():
     assert "-e ." in pip  # the package itself, editable, as make installs it
 
 
+def test_the_study_extra_pins_what_dev_pins():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    dev = dict(_norm(r) for r in extras["dev"])
+    assert {name: pin for name, pin in map(_norm, extras["study"])} == {n: dev[n] for n in ("pytest", "nbval", "ruff")}
+
+
 def test_makefile_pins_the_torch_that_ci_installs():
     assert "TORCH       ?= torch==2.13.0" in (ROOT / "Makefile").read_text()
 

@@ -86,12 +86,13 @@ def test_values_from_the_command_line_are_typed_by_the_schema():
 def test_every_study_schema_keeps_the_run_fields_and_their_rules():
     import dataclasses
 
+    from perflab.notebooks import discover
     from perflab.params import RunParams
-    from perflab.studies import SCHEMAS, schema
+    from perflab.studies import schema_for
 
     run_fields = [f.name for f in dataclasses.fields(RunParams)]
-    for name in SCHEMAS:
-        s = schema(name)
+    for name, path in discover().items():
+        s = schema_for(name, path)
         assert issubclass(s, RunParams) and [f.name for f in dataclasses.fields(s)][:len(run_fields)] == run_fields
         for bad, message in (({"threads": -1}, "threads must be >= 0"), ({"device": "gpu"}, "device must be"),
                              ({"min_run_time": 2.0, "max_run_time": 1.0}, "min_run_time <= max_run_time")):

@@ -134,3 +134,11 @@ def test_logs_written_before_shared_run_ids_still_pair_status_and_rows(tmp_path)
     text = build(tmp_path)
     assert "| answer | 2.00 |" in text and "| s | **failed** |" in _section(text, "Summary")
     assert "cell 3 (0-based, papermill's count): boom" in text
+
+
+def test_claims_show_their_claimed_number_whether_written_as_claimed_or_as_seed(tmp_path):
+    log = _log(tmp_path, "s", run_id="r1")
+    log.claim("new-style", claimed="10x", measured="12x", verdict="holds")
+    log.append("claim", claim="old-style", seed="2x", measured="1x", verdict="does not hold")  # a row before the rename
+    rows = _table(_section(build(tmp_path), "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert [r[:3] for r in rows] == [["new-style", "10x", "12x"], ["old-style", "2x", "1x"]]

@@ -126,3 +126,11 @@ def test_user_paths_resolve_from_where_the_command_ran(tmp_path, monkeypatch):
     monkeypatch.delenv("PERFLAB_CWD")
     monkeypatch.chdir(tmp_path)
     assert user_path("kg") == tmp_path / "kg"
+
+
+def test_a_claim_row_carries_its_claimed_number_under_either_name(tmp_path):
+    log = ResultsLog(tmp_path / "r.jsonl", stamp={})
+    assert log.claim("a", claimed="2x", measured="m", verdict="holds")["claimed"] == "2x"
+    assert log.claim("b", seed="3x", measured="m", verdict="holds")["claimed"] == "3x"  # the old keyword
+    with pytest.raises(TypeError, match="claimed="):
+        log.claim("c", measured="m", verdict="holds")

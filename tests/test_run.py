@@ -48,12 +48,14 @@ def test_list_shows_choices_and_accepts_the_defaults(capsys):
 def test_setup_validates_sets_threads_then_opens_the_run(tmp_path, capsys):
     n = torch.get_num_threads()
     try:
-        run = setup("03_eval", {"threads": 1, "batch": 64, "out_dir": str(tmp_path), "device": "cpu"})
+        run = setup("03_eval", {"threads": 1, "batch": 64, "out_dir": str(tmp_path), "device": "cpu"}, EvalParams)
         assert run.cfg.batch == 64 and run.device == torch.device("cpu") and torch.get_num_threads() == 1
         assert run.log.env["torch_threads"] == 1 and run.dir == tmp_path / "03_eval" / run.log.run_id
         assert "1 CPU thread(s)" in capsys.readouterr().out
         with pytest.raises(ParameterError, match="unknown parameter 'btach'"):
-            setup("03_eval", {"btach": 64, "out_dir": str(tmp_path)})
+            setup("03_eval", {"btach": 64, "out_dir": str(tmp_path)}, EvalParams)
+        with pytest.raises(TypeError, match=r"setup\('03_eval', globals\(\), Params\): name the notebook's parameters"):
+            setup("03_eval", {"out_dir": str(tmp_path)})
     finally:
         torch.set_num_threads(n)
 

@@ -42,7 +42,8 @@ def test_log_claims_logs_every_row_and_the_headline(tmp_path, capsys):
     assert claims[1]["source"] == "seed 002" and "variant" not in claims[1]
     assert log.rows(kind="note")[0]["text"] == "b: 1.0x [does not hold]"
     out = capsys.readouterr().out
-    assert "[holds] a\n" in out and "[does not hold] b (seed 002)\n" in out
+    assert "[holds] a\n    claimed: 2x\n" in out and "[does not hold] b (seed 002)\n" in out
+    assert claims[0]["claimed"] == "2x"  # rows given with the old key "seed" are logged as "claimed"
     with pytest.raises(KeyError, match="no claim 'c'"):
         log_claims(log, rows, headline="c")
 

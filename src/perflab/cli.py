@@ -1,6 +1,7 @@
 """The `perflab` command: list, run, report and refresh the study notebooks.
 
     perflab list
+    perflab new NAME [--into DIR]   (a study of your own: package, notebook, GPU preset, tests, in DIR/NAME/)
     perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
     perflab gpu-check [NAME ...] [--params gpu-smoke]   (on a GPU host: pytest -m gpu + notebooks + REPORT.md)
     perflab report DIR
@@ -21,12 +22,12 @@ from pathlib import Path
 
 from . import notebooks as nbs  # imports neither torch nor nbformat: `perflab --help` answers at once
 from .params import ParameterError
-from .paths import repo_root
-from .studies import SCHEMAS
+from .paths import notebooks_dir, repo_root
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--notebooks", type=Path, default=None, help="notebook folder (default: <repo>/notebooks)")
+    p.add_argument("--notebooks", type=Path, default=None,
+                   help="notebook folder (default: the project's notebooks/, or the study folder you are in)")
     p.add_argument("--kernel", default=None, help="Jupyter kernel (default: the notebook's, i.e. this Python)")
     p.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     p.add_argument("--cell-timeout", type=int, default=None, help="seconds before a cell is stopped")
@@ -41,13 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*")
     p.add_argument("--notebooks", type=Path, default=None)
 
+    p = sub.add_parser("new", help="write a study of your own into a new folder: package, notebook, preset, tests")
+    p.add_argument("name", help="the study's name: its folder, its package (a Python identifier) and its notebook")
+    p.add_argument("--into", type=Path, default=Path("."), help="where its folder goes (default: here)")
+    p.add_argument("--no-execute", action="store_true",
+                   help="write the files only (the notebook keeps no outputs for nbval until `perflab refresh`)")
+    p.add_argument("--kernel", default=None, help="Jupyter kernel for the first execution (default: the notebook's)")
+
     p = sub.add_parser("run", help="execute notebooks with papermill into a run folder")
     p.add_argument("names", nargs="*", help="notebook names or unique prefixes (default: all)")
     p.add_argument("--params", dest="preset", default=None, help="preset: params/PRESET/<notebook>.yaml")
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE",
                    help="override one parameter (typed like papermill's -p)")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: $PERFLAB_OUT, else outputs/local)")
-    p.add_argument("--params-dir", type=Path, default=None, help="preset root (default: <repo>/params)")
+    p.add_argument("--params-dir", type=Path, default=None,
+                   help="preset root (default: the params/ beside the notebooks)")
     p.add_argument("--no-report", action="store_true", help="do not write REPORT.md afterwards")
     _common(p)
 
@@ -100,17 +109,18 @@ def cmd_list(args) -> int:
     import typing
 
     from .params import ParameterError, default_of, type_name, validate
-    from .studies import schema_for
+    from .studies import declared, schema_for
 
     found = nbs.discover(args.notebooks)
     if not found:
-        print("no notebooks yet in", args.notebooks or repo_root() / "notebooks")
+        print("no notebooks yet in", args.notebooks or notebooks_dir())
         return 0
     bad = 0
     for name in nbs.resolve(args.names, found):
         schema = schema_for(name, found[name])
         hints, cell = typing.get_type_hints(schema), nbs.inspect(found[name])
-        print(f"{name}  ({schema.__module__}.{schema.__qualname__})" if name in SCHEMAS else name)
+        d = declared(found[name])  # a class named by the notebook's setup call, not one built from its cell
+        print(f"{name}  ({schema.__module__}.{schema.__qualname__})" if d and d.module else name)
         for f in dataclasses.fields(schema):
             help_ = (cell.get(f.name) or {}).get("help")
             print(f"    {f.name}: {type_name(hints[f.name])} = {default_of(f)!r}" + (f"  # {help_}" if help_ else ""))
@@ -137,7 +147,7 @@ def _report(out: Path) -> Path:
 
 def cmd_run(args) -> int:
     if not nbs.discover(args.notebooks):
-        print(f"no notebooks yet in {args.notebooks or repo_root() / 'notebooks'}: nothing to run")
+        print(f"no notebooks yet in {args.notebooks or notebooks_dir()}: nothing to run")
         return 0
     jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                     p_dir=args.params_dir)
@@ -146,7 +156,7 @@ def cmd_run(args) -> int:
     outcomes = []
     for i, (name, path, params) in enumerate(jobs, 1):
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
-        if args.preset and nbs.preset_file(args.preset, name, args.params_dir) is None:
+        if args.preset and nbs.preset_file(args.preset, name, args.params_dir, path.parent) is None:
             shown += f"; preset {args.preset!r} has no file for it"
         print(f"[{i}/{len(jobs)}] {name} ({shown})", flush=True)
         try:
@@ -185,6 +195,25 @@ def cmd_gpu_check(args) -> int:
     gpucheck.lead_report(args.out / "REPORT.md", *tests)
     print(f"gpu-check: {args.out / 'REPORT.md'}")
     return rc or (1 if tests[0] else 0)
+
+
+def cmd_new(args) -> int:
+    from . import new
+
+    target = new.write(args.name, args.into)
+    print(new.describe(target, args.name))
+    if args.no_execute:
+        print(f"not executed: the notebook has no outputs yet; `perflab refresh` in {target} executes it")
+        return 0
+    print(f"executing {args.name}.ipynb once on its CPU defaults, so that nbval has outputs to compare "
+          "(what `perflab refresh` does)", flush=True)
+    o = new.execute_once(target, args.name, kernel_name=args.kernel)
+    if not o.ok:
+        print(f"perflab new: {o.describe()}\nthe files are written; fix the cause, then `perflab refresh` in {target}",
+              file=sys.stderr)
+        return 1
+    print(f"    ok in {o.seconds:.1f} s\n{new.next_steps(target, args.name)}")
+    return 0
 
 
 def cmd_report(args) -> int:
@@ -252,7 +281,7 @@ def cmd_compare(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
-            "sweep": cmd_sweep, "compare": cmd_compare}
+            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new}
     from .gpucheck import NoGPU
     from .sweep import SweepError
 

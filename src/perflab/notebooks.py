@@ -14,17 +14,13 @@ from typing import TYPE_CHECKING, Any
 from .execution import Interrupted, Outcome, execute
 from .params import ParameterError, load_preset, parse_assignment, validate
 from .paths import notebooks_dir, params_dir
-from .studies import schema_for
+from .studies import NotebookError, schema_for
 
 if TYPE_CHECKING:  # nbformat costs seconds to import (jsonschema): loaded when a notebook is read
     import nbformat
 
 __all__ = ["NotebookError", "Interrupted", "Outcome", "execute", "discover", "resolve", "inspect", "plan",
            "collect", "preset_file", "schema_mismatches", "refresh", "clean", "error_cells"]
-
-
-class NotebookError(ValueError):
-    """An unknown notebook, preset or parameter: refused before anything runs."""
 
 
 def discover(nb_dir: Path | None = None) -> dict[str, Path]:
@@ -96,10 +92,11 @@ def schema_mismatches(path: Path, schema) -> list[str]:
     return problems
 
 
-def preset_file(preset: str, name: str, p_dir: Path | None = None) -> Path | None:
+def preset_file(preset: str, name: str, p_dir: Path | None = None, nb_dir: Path | None = None) -> Path | None:
     """params/<preset>/<name>.yaml if it exists (None if the preset has no file for this notebook).
+    `params/` is `p_dir`, else the one beside the notebooks in `nb_dir` (`perflab.paths.params_dir`).
     `preset` may also be a folder path. An unknown preset is refused."""
-    base = Path(p_dir) if p_dir else params_dir()
+    base = Path(p_dir) if p_dir else params_dir(nb_dir)
     d = Path(preset) if Path(preset).is_dir() else base / preset
     if not d.is_dir():
         have = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
@@ -117,7 +114,7 @@ def collect(name: str, path: Path, *, preset: str | None = None,
         overrides = dict(parse_assignment(a, schema) for a in overrides)
     params: dict[str, Any] = {}
     if preset:
-        f = preset_file(preset, name, p_dir)
+        f = preset_file(preset, name, p_dir, path.parent)
         if f is not None:
             params.update(load_preset(f))
     params.update(overrides or {})

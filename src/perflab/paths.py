@@ -8,13 +8,18 @@ _PKG = Path(__file__).resolve().parent
 
 
 def _is_root(d: Path) -> bool:
+    """perflab's checkout (its pyproject.toml) or a project of perflab studies (a pyproject.toml with a
+    [tool.perflab] table, as `perflab new` writes one)."""
     pp = d / "pyproject.toml"
-    return pp.is_file() and 'name = "perflab"' in pp.read_text(errors="replace")
+    if not pp.is_file():
+        return False
+    text = pp.read_text(errors="replace")
+    return 'name = "perflab"' in text or "[tool.perflab]" in text
 
 
 def repo_root() -> Path:
-    """The perflab checkout: $PERFLAB_ROOT, else the first parent of the cwd holding perflab's
-    pyproject.toml, else the checkout an editable install points at, else the cwd."""
+    """The project perflab works in: $PERFLAB_ROOT, else the first parent of the cwd that is perflab's checkout
+    or a study folder of your own (`_is_root`), else the checkout an editable install points at, else the cwd."""
     env = os.environ.get("PERFLAB_ROOT")
     if env:
         return Path(env).resolve()
@@ -29,10 +34,19 @@ def repo_root() -> Path:
 
 
 def notebooks_dir() -> Path:
-    return repo_root() / "notebooks"
+    """The project's `notebooks/` folder; a project without one (a study made by `perflab new`) keeps its
+    notebooks in its root."""
+    root = repo_root()
+    return root / "notebooks" if (root / "notebooks").is_dir() else root
 
 
-def params_dir() -> Path:
+def params_dir(nb_dir: str | os.PathLike | None = None) -> Path:
+    """The presets' root `params/`: beside the notebooks of `nb_dir` (in that folder, as a study made by `perflab new`
+    keeps it, or beside it, as perflab's checkout keeps `notebooks/` and `params/`), else the project's."""
+    if nb_dir is not None:
+        for d in (Path(nb_dir), Path(nb_dir).parent):
+            if (d / "params").is_dir():
+                return d / "params"
     return repo_root() / "params"
 
 

@@ -144,9 +144,10 @@ def _study_section(title: str, study: str, run_id: str | None, rows: list[dict],
     parts = [f"## {title}"]
     kinds = {k: [r for r in rows if r["kind"] == k] for k in ("claim", "measurement", "value", "check", "note")}
     if kinds["claim"]:
-        parts.append("### The seed's claims, measured\n" + _md_table(
-            ["claim", "the seed said", "measured here", "device", "verdict"],
-            [[r["claim"], r["seed"], r["measured"], r["env"].get("device_name", ""), f"**{r['verdict']}**"]
+        parts.append("### Claims, measured\n" + _md_table(
+            ["claim", "claimed", "measured here", "device", "verdict"],
+            [[r["claim"], r.get("claimed", r.get("seed", "")), r["measured"], r["env"].get("device_name", ""),
+              f"**{r['verdict']}**"]
              for r in kinds["claim"]]))
     if kinds["measurement"]:
         parts.append(_timings(kinds["measurement"]))

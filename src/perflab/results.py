@@ -4,7 +4,7 @@
     log.measurement(m, metric="time per chunk", impl="optimized")   # a Measurement: median, IQR, p20/p80
     log.value("ms per candidate", 0.41, unit="ms", impl="optimized")
     log.check("engine equals reference", passed=True)
-    log.claim("recompile per batch size", seed="20-30 s per new batch size",
+    log.claim("recompile per batch size", claimed="20-30 s per new batch size",
               measured="0 recompiles after warm-up", verdict="fixed")
     log.table()   # a pandas DataFrame of every row
 
@@ -136,11 +136,16 @@ class ResultsLog:
         """A correctness check's outcome."""
         return self.append("check", name=name, passed=bool(passed), detail=detail, **fields)
 
-    def claim(self, claim: str, *, seed: str, measured: str, verdict: str, **fields: Any) -> Row:
-        """A seed's claim beside what was measured here, with a verdict from VERDICTS."""
+    def claim(self, claim: str, *, claimed: str | None = None, measured: str, verdict: str, seed: str | None = None,
+              **fields: Any) -> Row:
+        """A claim (its number as claimed: a seed report's, or yours) beside what was measured here, with a verdict
+        from VERDICTS. `seed=` is the old name of `claimed=` (rows written before it say "seed": readers take both)."""
         if verdict not in VERDICTS:
             raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
-        return self.append("claim", claim=claim, seed=seed, measured=measured, verdict=verdict, **fields)
+        if claimed is None and seed is None:
+            raise TypeError("claim() needs claimed=, the claim's number as claimed")
+        return self.append("claim", claim=claim, claimed=claimed if claimed is not None else seed, measured=measured,
+                           verdict=verdict, **fields)
 
     def note(self, text: str, **fields: Any) -> Row:
         return self.append("note", text=text, **fields)

@@ -1,16 +1,18 @@
 """A notebook's run: its parameters, device, folder and results log, set up by one call in one order.
 
-    run = setup("03_eval", globals())     # the first cell after the parameters cell, in every notebook
+    run = setup("03_eval", globals(), EvalParams)   # the first cell after the parameters cell, in every notebook
     cfg, device = run.cfg, run.device
 
-`setup` validates the parameters against the notebook's registered dataclass (the same `validate` as
-`perflab run`), sets torch's CPU threads, picks the device, opens the run folder and its results log
-(stamped with the parameters and the environment as it now is), and prints one environment line.
+`setup` validates the parameters against the notebook's dataclass, named as its third argument (the same
+`validate` as `perflab run`, which finds the class from this very call: `perflab.studies`), sets torch's CPU
+threads, picks the device, opens the run folder and its results log (stamped with the parameters and the
+environment as it now is), and prints one environment line.
 
 Where an execution writes: rows go to `<out>/results.jsonl` (appended, tagged with the execution's run id), files
 (plots, profiles, weights) to `<out>/<study>/<run id>/`, a folder of its own, so no later execution (another
 `perflab run`, a direct papermill run, JupyterLab) overwrites a plot that an earlier report links. `<out>` is the
-`out_dir` parameter, else $PERFLAB_OUT (set by `perflab run --out`), else `outputs/local/` in the checkout.
+`out_dir` parameter, else $PERFLAB_OUT (set by `perflab run --out`), else `outputs/local/` in the project
+(`perflab.paths.repo_root`: the perflab checkout, or a study folder of your own).
 """
 from __future__ import annotations
 
@@ -72,13 +74,16 @@ def environment_line(device: torch.device) -> str:
 def setup(study: str, namespace: dict, schema: type | None = None) -> Run:
     """Validate, set threads, pick the device, open the run, print the environment line (module doc).
 
-    `schema` defaults to the dataclass registered for `study` (`perflab.studies`). Threads come before
-    the device and the run, so the environment stamp and every timing see the thread count they ran with."""
+    `study` is the notebook's name (its file stem: the runner's rows and the notebook's are joined by it), `schema`
+    its parameters dataclass (a `perflab.params.RunParams` subclass). Threads come before the device and the run,
+    so the environment stamp and every timing see the thread count they ran with."""
     from .env import pick_device
     from .params import validate
-    from .studies import schema as registered
 
-    cfg = validate(namespace, schema or registered(study))
+    if schema is None:
+        raise TypeError(f"setup({study!r}, globals(), Params): name the notebook's parameters dataclass as the third "
+                        "argument (`perflab run` reads it from this call too)")
+    cfg = validate(namespace, schema)
     threads = getattr(cfg, "threads", 0)
     if threads:
         torch.set_num_threads(threads)  # small ops on a shared CPU: extra OpenMP threads mostly wait
