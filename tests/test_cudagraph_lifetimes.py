@@ -22,10 +22,10 @@ from perflab.compiles import reset
 from perflab.cudagraphs import CUDAGRAPH_MODES, check_lifetimes, tracked, uses_cudagraphs
 from perflab.prover.data import family_kg
 from perflab.prover.engine import UnificationEngine
+from perflab.prover.links.ranking import corruptions
+from perflab.prover.links.search import BeamSearch
 from perflab.prover.policy import PolicyConfig, make_policy
-from perflab.prover.ranking import corruptions
 from perflab.prover.rollout import STRATEGIES, rollout
-from perflab.prover.search import BeamSearch
 from perflab.prover.step import GreedyStep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def _search(module, engine, policy, mode):
 
 def test_b62ef7a_search_fails_under_the_check(family):
     _, engine, policy, cands = family
-    old = _old_module("b62ef7a", "src/perflab/prover/search.py", "perflab.prover")
+    old = _old_module("b62ef7a", "src/perflab/prover/links/search.py", "perflab.prover")
     with check_lifetimes():
         reset()                                                 # as 03's time_variants leaves it (N1)
         with pytest.raises(RuntimeError, match=FREED):
@@ -140,7 +140,7 @@ def test_the_search_passes_under_the_check_and_equals_the_eager_search(family, m
     want = BeamSearch(engine, policy, width=4, depth=2).score(cands, batch=32)
     with check_lifetimes() as check:
         reset()
-        search = _search(sys.modules["perflab.prover.search"], engine, policy, mode)
+        search = _search(sys.modules["perflab.prover.links.search"], engine, policy, mode)
         assert search._step.cudagraphs
         got = search.score(cands, batch=32)                    # chunks of 32 // 4 = 8 candidates
         again = search.score(cands, batch=32)
@@ -153,8 +153,8 @@ def test_the_search_passes_under_the_check_and_equals_the_eager_search(family, m
 
 
 def test_link_prediction_passes_under_the_check():
-    from perflab.prover.embeddings import EmbeddingConfig
-    from perflab.prover.linkpred import LinkConfig, evaluate_link_prediction
+    from perflab.prover.links.embeddings import EmbeddingConfig
+    from perflab.prover.links.predict import LinkConfig, evaluate_link_prediction
 
     kg = family_kg(n_families=2, seed=1)
     engine = UnificationEngine(kg, max_derived=8)

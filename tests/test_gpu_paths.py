@@ -50,9 +50,9 @@ def test_cuda_03_search_and_link_prediction_under_cuda_graphs(prover_cuda):
     # step 2 read step 1's freed outputs: 03 stopped at its link-prediction cell (gpu-review-2026-11-25 N1).
     # reduce-overhead and max-autotune both record CUDA graphs (N4): the search runs under each.
     from perflab.compiles import reset
-    from perflab.prover.embeddings import EmbeddingConfig
-    from perflab.prover.linkpred import LinkConfig, evaluate_link_prediction
-    from perflab.prover.search import BeamSearch
+    from perflab.prover.links.embeddings import EmbeddingConfig
+    from perflab.prover.links.predict import LinkConfig, evaluate_link_prediction
+    from perflab.prover.links.search import BeamSearch
 
     kg, engine, policy = prover_cuda
     cands = kg.queries["test"][:20].to(CUDA)
@@ -76,8 +76,8 @@ def test_cuda_03_search_and_link_prediction_under_cuda_graphs(prover_cuda):
 def test_cuda_03_step_profile(prover_cuda):
     # 7e47ac6: key_averages() events have no self_cuda_time_total: AttributeError (review finding 3)
     from perflab.prover.batching import cache_bytes
+    from perflab.prover.links.ranking import corruptions
     from perflab.prover.profiles import step_profile
-    from perflab.prover.ranking import corruptions
     from perflab.prover.step import GreedyStep
 
     kg, engine, policy = prover_cuda
@@ -91,7 +91,7 @@ def test_cuda_03_step_profile(prover_cuda):
 def test_cuda_03_out_of_memory_halves_the_batch(prover_cuda):
     # the allocator's cache is emptied before the smaller try (prover/optimized.py's CUDA branch)
     from perflab.prover import baseline, optimized
-    from perflab.prover.ranking import corruptions
+    from perflab.prover.links.ranking import corruptions
     from perflab.prover.step import GreedyStep
 
     kg, engine, policy = prover_cuda

@@ -7,14 +7,14 @@ import torch
 from torch.autograd import DeviceType
 
 from perflab.launches import LaunchCounter
-from perflab.prover.ranking import CandidateSet, rank_bounds, ranks, within_bounds
+from perflab.prover.links.ranking import CandidateSet, rank_bounds, ranks, within_bounds
 from perflab.syncs import count_host_syncs
 
 # ---- N5: the cost comparison runs each way at its own batch ---------------------------------------------------
 
 def test_the_greedy_loop_is_not_timed_at_the_search_batch():
-    from perflab.prover.embeddings import EmbeddingConfig
-    from perflab.prover.linkpred import LinkConfig, cost_per_candidate
+    from perflab.prover.links.embeddings import EmbeddingConfig
+    from perflab.prover.links.predict import LinkConfig, cost_per_candidate
     from perflab.prover.params import EvalParams
 
     cfg = LinkConfig.of(EvalParams(search_batch=4096, batch=64), batch=64)
@@ -23,8 +23,8 @@ def test_the_greedy_loop_is_not_timed_at_the_search_batch():
 
     from perflab.prover.data import family_kg
     from perflab.prover.engine import UnificationEngine
+    from perflab.prover.links.search import BeamSearch
     from perflab.prover.policy import PolicyConfig, make_policy
-    from perflab.prover.search import BeamSearch
 
     kg = family_kg(n_families=2, seed=1)
     engine = UnificationEngine(kg, max_derived=8)
@@ -78,7 +78,7 @@ def test_rank_bounds_allow_rounding_flips_and_nothing_more():
 # ---- N8: ComplEx scores build no index from host data --------------------------------------------------------
 
 def test_complex_scores_make_no_host_copy():
-    from perflab.prover.embeddings import ComplEx
+    from perflab.prover.links.embeddings import ComplEx
 
     model = ComplEx(n_constants=7, n_relations=3, rank=4, generator=torch.Generator().manual_seed(0))
     h, r = torch.tensor([1, 2, 3]), torch.tensor([0, 1, 5])
@@ -92,7 +92,7 @@ def test_complex_scores_make_no_host_copy():
 
 @pytest.mark.parametrize("side", ["head", "tail"])
 def test_complex_side_log_probs_normalize(side):
-    from perflab.prover.embeddings import ComplEx
+    from perflab.prover.links.embeddings import ComplEx
 
     model = ComplEx(n_constants=5, n_relations=2, rank=3, generator=torch.Generator().manual_seed(1))
     lp = model.side_log_probs(torch.tensor([[4, 1, 2], [5, 3, 3]]), side)   # (pred, h, t); preds from FIRST_PRED

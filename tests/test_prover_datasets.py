@@ -7,7 +7,10 @@ import re
 import pytest
 import torch
 
-from perflab.prover.benchmark_eval import (
+from perflab.prover.data import family_kg
+from perflab.prover.engine import UnificationEngine
+from perflab.prover.kg import FIRST_PRED, SPECIAL_PREDICATES, KGFormatError, KnowledgeGraph
+from perflab.prover.links.benchmark_eval import (
     PUBLISHED,
     best_published_mrr,
     engine_coverage,
@@ -16,8 +19,7 @@ from perflab.prover.benchmark_eval import (
     published,
     rules_only,
 )
-from perflab.prover.data import family_kg
-from perflab.prover.datasets import (
+from perflab.prover.links.datasets import (
     BENCHMARKS,
     DATA_DIR,
     load_benchmark,
@@ -27,9 +29,7 @@ from perflab.prover.datasets import (
     symbol,
     unsymbol,
 )
-from perflab.prover.engine import UnificationEngine
-from perflab.prover.kg import FIRST_PRED, SPECIAL_PREDICATES, KGFormatError, KnowledgeGraph
-from perflab.prover.mining import MinedRule, MiningConfig
+from perflab.prover.links.mining import MinedRule, MiningConfig
 from perflab.prover.policy import make_policy
 
 SIZES = {"kinship": (8544, 1068, 1074, 104, 25), "nations": (1592, 199, 201, 14, 55), "umls": (5216, 652, 661, 135, 46)}

@@ -8,8 +8,8 @@ from perflab.prover.batching import MemoryModel, choose_batch, measure_memory_mo
 from perflab.prover.data import family_kg
 from perflab.prover.engine import UnificationEngine
 from perflab.prover.evaluate import evaluate_with_corruptions
+from perflab.prover.links.ranking import CandidateSet, corruptions, metrics, ranks
 from perflab.prover.policy import PolicyConfig, make_policy, train_policy
-from perflab.prover.ranking import CandidateSet, corruptions, metrics, ranks
 from perflab.prover.rollout import rollout_full
 from perflab.prover.step import GreedyStep
 

@@ -55,9 +55,9 @@ def test_a_tsv_folder_loads_with_mined_rules(tmp_path, monkeypatch):
 
 
 def test_study_3_on_kinship_at_a_tiny_size():
-    from perflab.prover.embeddings import EmbeddingConfig
-    from perflab.prover.linkpred import LinkConfig, evaluate_link_prediction
-    from perflab.prover.protocols import comparison
+    from perflab.prover.links.embeddings import EmbeddingConfig
+    from perflab.prover.links.predict import LinkConfig, evaluate_link_prediction
+    from perflab.prover.links.protocols import comparison
 
     kg, bench = study.knowledge_graph("kinship", n_families=1, seed=0, max_derived=16)
     assert bench.name == "kinship" and max(len(v) for v in _rules_per_head(kg).values()) <= 15
@@ -131,7 +131,7 @@ def test_a_proof_scores_log_of_each_rule_weight_it_uses():
     import torch
 
     from perflab.prover.data import family_kg
-    from perflab.prover.ranking import corruptions
+    from perflab.prover.links.ranking import corruptions
     from perflab.prover.rollout import rollout
     from perflab.prover.step import GreedyStep
 

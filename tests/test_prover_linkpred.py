@@ -5,16 +5,16 @@ import pytest
 import torch
 
 from perflab.prover import checks
-from perflab.prover.combine import EMBEDDING_ONLY, Combination, features, fit
 from perflab.prover.data import random_kg
-from perflab.prover.embeddings import EmbeddingConfig, train_complex
 from perflab.prover.engine import UnificationEngine
 from perflab.prover.kg import KnowledgeGraph
-from perflab.prover.linkpred import Scored, Side, prover_scores, rank
+from perflab.prover.links.combine import EMBEDDING_ONLY, Combination, features, fit
+from perflab.prover.links.embeddings import EmbeddingConfig, train_complex
+from perflab.prover.links.predict import Scored, Side, prover_scores, rank
+from perflab.prover.links.ranking import CandidateSet
+from perflab.prover.links.search import BeamSearch
 from perflab.prover.policy import make_policy
-from perflab.prover.ranking import CandidateSet
 from perflab.prover.rollout import rollout
-from perflab.prover.search import BeamSearch
 from perflab.prover.step import GreedyStep
 
 
@@ -152,8 +152,8 @@ def test_the_embedding_training_is_seeded_and_reproducible_on_cpu():
 # ---- rules of length 3 (measured by the rules alone) ----------------------------------------------
 
 def test_length3_rules_are_mined_and_fire_as_counted_by_hand():
-    from perflab.prover.mining import MiningConfig
-    from perflab.prover.paths3 import mine_length3, rule_confidence3
+    from perflab.prover.links.mining import MiningConfig
+    from perflab.prover.links.paths3 import mine_length3, rule_confidence3
 
     # r(X,Y) :- p(X,Z), q(Z,W), s(W,Y): the chain a-b-c-d holds for (a, d) and (e, h); r holds for both, and r
     # also for (a, h), which no body reaches. support 2, body pairs 2 (confidence 1), head coverage 2/3

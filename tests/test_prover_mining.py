@@ -5,11 +5,11 @@ import dataclasses
 import pytest
 import torch
 
-from perflab.prover.benchmark_eval import engine_coverage
 from perflab.prover.data import random_kg
 from perflab.prover.engine import UnificationEngine
 from perflab.prover.kg import FIRST_PRED, KnowledgeGraph
-from perflab.prover.mining import (
+from perflab.prover.links.benchmark_eval import engine_coverage
+from perflab.prover.links.mining import (
     MiningConfig,
     _decode_body,
     body_statistics,

@@ -5,8 +5,8 @@ import torch
 from perflab.compiles import count_compiles, reset
 from perflab.prover.data import family_kg, ladder_kg, ladder_queries, seed_like_lengths
 from perflab.prover.engine import UnificationEngine
+from perflab.prover.links.ranking import corruptions
 from perflab.prover.policy import PolicyConfig, make_policy, train_policy
-from perflab.prover.ranking import corruptions
 from perflab.prover.rollout import STRATEGIES, rollout
 from perflab.prover.step import GreedyStep
 

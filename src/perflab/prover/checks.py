@@ -11,8 +11,8 @@ from ..syncs import count_host_operands, count_host_syncs
 from .data import random_kg, random_states
 from .engine import UnificationEngine
 from .evaluate import evaluate_with_corruptions
+from .links.ranking import rank_bounds, within_bounds
 from .policy import make_policy
-from .ranking import rank_bounds, within_bounds
 from .reference import Limits, ReferenceProver, prove_exhaustive, to_tuples
 from .rollout import STRATEGIES, RolloutResult
 from .step import GreedyStep
@@ -120,7 +120,7 @@ def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
     """Study 4's checks: every strategy gives the same proofs on a ladder sample (of designed lengths)
     and on study 3's candidates (`family`: the graph `kg` names; the same ranks).
     -> (checks, {"ladder": results, "family": results})."""
-    from .ranking import ranks
+    from .links.ranking import ranks
     from .study import run_strategies
 
     res_l = run_strategies(ladder, batch, min_bucket)
@@ -156,8 +156,8 @@ def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: 
     both sides' filtered corruptions of `queries`: every proof it finds exists within `depth` steps; with a
     width no step can overflow (S, depth <= 2) it finds every proof within that depth; and its chunk makes
     no host sync and takes no host tensor on a device (meta). -> (checks, info)."""
-    from .benchmark_eval import SIDES, filtered_candidates
-    from .search import BeamSearch
+    from .links.benchmark_eval import SIDES, filtered_candidates
+    from .links.search import BeamSearch
 
     cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
     found = BeamSearch(engine, policy, width, depth).score(cands, batch)
@@ -186,10 +186,10 @@ def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: 
 
 
 def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> dict:
-    """`linkpred`'s fitted ranks of `queries` with the search run at several batch sizes (other chunkings
+    """`links.predict`'s fitted ranks of `queries` with the search run at several batch sizes (other chunkings
     and paddings): equal under every tie rule, up to fitted scores within 1e-5 of each other (another number of
     rows may round differently on a GPU: `ranking.rank_bounds`; on a CPU they are identical)."""
-    from .linkpred import rank, score_split
+    from .links.predict import rank, score_split
 
     scored = [score_split(kg, queries, lp.search, lp.model, b, lp.config.seed) for b in sorted(set(batches))]
     got = [rank(sc, lp.combination).ranks for sc in scored]

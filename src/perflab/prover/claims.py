@@ -162,9 +162,9 @@ def measure_eval(*, seed_gib: float, unpadded_graphs_per_tail: float, padded_gra
 
 
 def measure_real_graph(kg: str, lp, dataset: str | None, device_type: str) -> dict:
-    """{claim key: (Measured or None, sentence)} for the link-prediction claims from `linkpred`'s result `lp`
+    """{claim key: (Measured or None, sentence)} for the link-prediction claims from `links.predict`'s result `lp`
     on the graph `kg` names (`dataset`: the benchmark's name, None for a graph without mined rules)."""
-    from .benchmark_eval import published_mrr
+    from .links.benchmark_eval import published_mrr
 
     fit = lp.results["fitted"]
     mrr = fit.metrics["realistic"]["MRR"]
@@ -194,7 +194,7 @@ def measure_real_graph(kg: str, lp, dataset: str | None, device_type: str) -> di
 
 def eval_headline(lp, dataset: str | None) -> str:
     """03's headline claim: the MRR against NTPλ on a benchmark, else the compiled-vs-eager speedup."""
-    from .benchmark_eval import published_mrr
+    from .links.benchmark_eval import published_mrr
 
     return "kg_mrr" if lp is not None and dataset and published_mrr(dataset, "NTPλ") is not None else "speed_5x"
 

@@ -19,7 +19,7 @@ import torch
 
 from . import baseline, optimized
 from .batching import resolve_batch
-from .ranking import CandidateSet, corruptions, metrics, ranks
+from .links.ranking import CandidateSet, corruptions, metrics, ranks
 from .rollout import RolloutResult
 from .step import GreedyStep
 

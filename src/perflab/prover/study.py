@@ -24,9 +24,9 @@ from .batching import step_bytes
 from .data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
 from .engine import UnificationEngine
 from .evaluate import evaluate_with_corruptions
-from .linkpred import test_queries
+from .links.predict import test_queries
+from .links.ranking import corruptions
 from .policy import make_policy, train_policy
-from .ranking import corruptions
 from .rollout import STRATEGIES, RolloutResult, rollout, rollout_full
 from .step import GreedyStep
 
@@ -36,8 +36,8 @@ def knowledge_graph(kg: str, n_families: int, seed: int, max_derived: int = 16, 
     graph), a benchmark (kinship, nations, umls: rules mined from train, at most max_derived - 1 per head,
     the successors a ground goal can offer), or a folder (a relative path is read from where the user ran
     the command). -> (KnowledgeGraph, datasets.Benchmark or None: names and mined rules of a benchmark)."""
-    from .datasets import BENCHMARKS, load_graph
-    from .mining import MiningConfig
+    from .links.datasets import BENCHMARKS, load_graph
+    from .links.mining import MiningConfig
 
     spec = kg if kg in ("", "family", *BENCHMARKS) else str(user_path(kg))
     return load_graph(spec, n_families=n_families, seed=seed, rules=MiningConfig(max_rules_per_head=max_derived - 1),
@@ -46,7 +46,7 @@ def knowledge_graph(kg: str, n_families: int, seed: int, max_derived: int = 16, 
 
 def graph_label(kg: str) -> str:
     """A short name for the graph in tables and workload names: the parameter, or a folder's last part."""
-    from .datasets import BENCHMARKS
+    from .links.datasets import BENCHMARKS
 
     return kg if kg in ("family", *BENCHMARKS) else Path(kg).name
 

@@ -31,10 +31,10 @@ import time
 
 import torch
 
-from ..env import synchronize
-from .kg import FIRST_PRED, TRUE
-from .rollout import check_batch, pad_to
-from .step import GreedyStep
+from ...env import synchronize
+from ..kg import FIRST_PRED, TRUE
+from ..rollout import check_batch, pad_to
+from ..step import GreedyStep
 
 NEG_INF = float("-inf")
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 import torch
 
-from .kg import FIRST_PRED, KnowledgeGraph, Rule
+from ..kg import FIRST_PRED, KnowledgeGraph, Rule
 
 X, Y, Z = -1, -2, -3   # the variables as kg.Rule stores them (order of first appearance: head X, Y, then Z)
 

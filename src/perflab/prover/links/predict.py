@@ -21,14 +21,15 @@ import time
 
 import torch
 
-from ..env import synchronize
-from . import combine, optimized
+from ...env import synchronize
+from .. import optimized
+from ..rollout import rollout
+from ..step import GreedyStep
+from . import combine
 from .benchmark_eval import SIDES, engine_coverage, filtered_candidates, rules_only
 from .embeddings import EmbeddingConfig, EmbeddingLog, train_complex
 from .ranking import CandidateSet, metrics, ranks, ties_with
-from .rollout import rollout
 from .search import BeamSearch
-from .step import GreedyStep
 
 TIE_RULES = {"realistic": "mean", "optimistic": "optimistic", "pessimistic": "pessimistic"}
 FAIL_SCORE = -100.0

@@ -18,7 +18,7 @@ triple at test time by the larger of the two success probabilities (`test_time_n
 off in the Kinship/Nations/UMLS configs). A max of a proof's probability (the product of its rules'
 confidences) and the embedding's softmax probability assumes both are calibrated on one scale; they are
 not: mined rules of confidence 0.1-0.5 prove many corruptions, and the max ranks them above positives the
-embedding is sure of (`linkpred.max_scores` is that rule; 03 prints it beside the fit). So the weights
+embedding is sure of (`predict.max_scores` is that rule; 03 prints it beside the fit). So the weights
 (a, b, c_w, c_p) are learned: the listwise softmax loss of each positive against its own filtered
 corruptions (convex: L-BFGS in float64, deterministic), on the valid split, never on test. The embedding
 alone (b = c_w = c_p = 0) is one point of the family, so the fit cannot do worse on its own loss.

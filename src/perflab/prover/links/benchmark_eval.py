@@ -1,6 +1,6 @@
 """Link prediction as the papers evaluate it: the filtered candidates, the greedy prover's ranks, the rules
 alone, the engine's ceiling, and the published tables with each paper's tie rule (study 3 ranks with
-every candidate scored in `linkpred.py`; this module is its protocol and its greedy baseline).
+every candidate scored in `predict.py`; this module is its protocol and its greedy baseline).
 
     res = evaluate_filtered(kg, engine, policy, kg.queries["test"][:50], batch=128, max_depth=20)
     res.metrics            # MRR, Hits@1/3/10 over head and tail ranks together (tie_break="mean")
@@ -24,7 +24,7 @@ pessimistic rank (1 + #higher + #tied / 2): the expected rank under a uniformly 
 tie-break adds. Both bounds are reported beside it. NTP's code ranks optimistically (1 + #higher: "we calculate
 the rank from only those corrupted triples that have a higher score"), harmless for its continuous scores; here
 an optimistic rank would give rank 1 to a positive the prover fails on whenever every corruption fails too, so
-the optimistic numbers are an upper bound, not the comparable ones. `linkpred.py` gives every candidate a
+the optimistic numbers are an upper bound, not the comparable ones. `predict.py` gives every candidate a
 learned score, so its three tie rules nearly agree.
 """
 from __future__ import annotations
@@ -33,10 +33,10 @@ import dataclasses
 
 import torch
 
-from .evaluate import EvalResult, evaluate_with_corruptions
+from ..evaluate import EvalResult, evaluate_with_corruptions
+from ..reference import prove_exhaustive
+from ..step import GreedyStep
 from .ranking import CandidateSet, metrics, ranks
-from .reference import prove_exhaustive
-from .step import GreedyStep
 
 SIDES = ("head", "tail")
 

@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from .kg import FIRST_PRED, KnowledgeGraph
+from ..kg import FIRST_PRED, KnowledgeGraph
 from .mining import MinedRule, MiningConfig, MiningResult, _oriented, mine_rules
 
 

@@ -26,7 +26,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from .kg import KGFormatError, KnowledgeGraph
+from ..kg import KGFormatError, KnowledgeGraph
 from .mining import MiningConfig, MiningResult, mine_rules, rules_text, with_rules
 
 BENCHMARKS = ("kinship", "nations", "umls")
@@ -160,7 +160,7 @@ def load_graph(spec: str, *, n_families: int = 6, seed: int = 0, rules: bool | M
                                    facts.txt/rules.txt/... (KnowledgeGraph.load; no Benchmark)
     A benchmark name wins over a folder of the same name: write ./kinship for the folder."""
     if spec in ("", "family"):
-        from .data import family_kg
+        from ..data import family_kg
         return family_kg(n_families=n_families, seed=seed), None
     if spec in BENCHMARKS:
         bench = load_benchmark(spec, rules, device)
