@@ -84,10 +84,17 @@ def test_a_notebook_is_done_when_its_latest_execution_here_ended_ok(tmp_path):
 
 
 def test_the_compile_caches_go_to_the_run_folder_unless_told_otherwise(tmp_path, monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
+
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     with gpucheck.compile_cache(tmp_path) as folder:
         assert folder == tmp_path / gpucheck.CACHE_DIR and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    cache_dir()  # torch writes its default into the variable: not a place anyone chose
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
+    with gpucheck.compile_cache(tmp_path) as folder:
+        assert folder == tmp_path / gpucheck.CACHE_DIR
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
     with gpucheck.compile_cache(tmp_path) as folder:
         assert folder == tmp_path / "mine"
@@ -99,6 +106,9 @@ def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkey
     nb_dir, out, ran = tmp_path / "notebooks", tmp_path / "out", []
     shutil.copytree(FIXTURES, nb_dir)
     monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # as torch leaves it once it asked (plan does)
     monkeypatch.setattr(perflab.env, "git_commit", lambda root=None: {"commit": "a" * 40, "dirty": False})
 
     def fake_tests(out, commit):

@@ -132,15 +132,22 @@ def finished(out: Path, jobs: list[tuple[str, Path, dict]], commit: dict) -> dic
 @contextlib.contextmanager
 def compile_cache(out: Path):
     """While it lasts, the processes started (pytest, the notebooks' kernels) keep inductor's and Triton's compile
-    caches in out/compile-cache/, unless TORCHINDUCTOR_CACHE_DIR already names a place. Yields the folder used."""
-    given = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    folder = Path(given) if given else out / CACHE_DIR
+    caches in out/compile-cache/, unless TORCHINDUCTOR_CACHE_DIR names another place than torch's default (torch
+    writes its default into the variable the first time it asks for its cache folder: here too, when the notebooks'
+    parameters are checked). Yields the folder used."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    given = before and os.path.abspath(before) != os.path.abspath(default_cache_dir())
+    folder = Path(before) if given else out / CACHE_DIR
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
     try:
         yield folder
     finally:
-        if given is None:
+        if before is None:
             os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
 
 
 def folder_mib(folder: Path) -> float:
