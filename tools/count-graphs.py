@@ -58,7 +58,8 @@ def main() -> None:
         papermill.execute_notebook(str(tmp / f"{name}.ipynb"), str(tmp / "executed.ipynb"), parameters=params,
                                    cwd=str(path.parent), kernel_name="perflab", progress_bar=False)
         cells = json.loads((tmp / "cells.json").read_text())[1:]  # the hook's own cell left out
-    print(f"{name} on {args.params} ({', '.join(f'{k}={v}' for k, v in params.items())}), results in {out}:")
+    kept = f", results in {args.out}" if args.out else ""
+    print(f"{name} on {args.params} ({', '.join(f'{k}={v}' for k, v in params.items())}){kept}:")
     for graphs, seconds, first in cells:
         print(f"  {graphs:3d} graphs  {seconds:6.2f} s  {first}")
     print(f"  {sum(c[0] for c in cells):3d} graphs in all")
