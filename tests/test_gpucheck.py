@@ -3,6 +3,7 @@ import os
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 
@@ -128,3 +129,18 @@ def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkey
     assert "3 passed in 1.0s (an earlier run at this commit" in said
     assert (out / "REPORT.md").read_text().startswith(gpucheck.TESTS_HEADER + "\n\npassed: 3 passed in 1.0s")
     assert main(argv + ["tiny", "--redo"]) == 0 and executions()[-1] == "tiny" and len(ran) == 2
+
+
+def test_the_notebook_kernels_keep_their_compile_caches_in_the_run_folder(tmp_path, monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
+    monkeypatch.setattr(perflab.env, "git_commit", lambda root=None: {"commit": "b" * 40, "dirty": False})
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
+    assert main(["gpu-check", "--notebooks", str(FIXTURES.parent / "gpucheck"), "--out", str(out), "--no-progress",
+                 "--no-tests"]) == 0
+    printed = "".join(o.get("text", "") for c in nbformat.read(out / "cache_dir.ipynb", as_version=4).cells
+                      for o in c.get("outputs", []))
+    assert f"cache: {out / gpucheck.CACHE_DIR}\n" in printed, printed
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
