@@ -27,7 +27,7 @@ P, V, L = "tests/test_gpu_paths.py::", "tests/test_vae_captured.py::", "tests/te
 
 # function (path under src/perflab :: qualified name) -> the test that runs its CUDA branch
 CUDA_BRANCHES = {
-    "cudagraphs.py::uses_cudagraphs": P + "test_cuda_03_search_and_link_prediction_under_cuda_graphs",
+    "cudagraphs.py::uses_cudagraphs": P + "test_cuda_03_search_under_cuda_graphs",
     "env.py::pick_device": P + "test_cuda_environment_stamp",
     "env.py::synchronize": P + "test_cuda_environment_stamp",
     "env.py::device_name": P + "test_cuda_environment_stamp",

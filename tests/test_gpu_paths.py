@@ -45,31 +45,24 @@ def test_cuda_03_correctness_checks_pass(prover_cuda):
     assert all(checks.values()), (checks, info)
 
 
-def test_cuda_03_search_and_link_prediction_under_cuda_graphs(prover_cuda):
+def test_cuda_03_search_under_cuda_graphs(prover_cuda):
     # b62ef7a: after time_variants' reset, every compiled call was a new cudagraph-tree generation and the search's
-    # step 2 read step 1's freed outputs: 03 stopped at its link-prediction cell (gpu-review-2026-11-25 N1).
-    # reduce-overhead and max-autotune both record CUDA graphs (N4): the search runs under each.
+    # step 2 read step 1's freed outputs: 03 stopped at its link-prediction cell (gpu-review-2026-11-25 N1). One mode
+    # (max-autotune takes the same path through uses_cudagraphs and would autotune for minutes); 03's smoke runs the
+    # whole link prediction compiled.
     from perflab.compiles import reset
-    from perflab.prover.links.embeddings import EmbeddingConfig
-    from perflab.prover.links.predict import LinkConfig, evaluate_link_prediction
     from perflab.prover.links.search import BeamSearch
 
     kg, engine, policy = prover_cuda
     cands = kg.queries["test"][:20].to(CUDA)
     want = BeamSearch(engine, policy, 8, 2).score(cands, batch=64)
-    for mode in ("reduce-overhead", "max-autotune"):
-        reset()
-        search = BeamSearch(engine, policy, 8, 2, compile=mode, backend="inductor")
-        assert search._step.cudagraphs
-        for _ in range(2):                         # chunks of 8 candidates: three generations per call
-            got = search.score(cands, batch=64)
-            assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
-            torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
     reset()
-    cfg = LinkConfig(n_queries=4, n_fit=4, batch=64, compile="reduce-overhead", backend="inductor",
-                     emb=EmbeddingConfig(rank=8, epochs=1), n_cost=1)
-    lp = evaluate_link_prediction(kg, engine, policy, cfg)
-    assert 0 < lp.results["fitted"].metrics["realistic"]["MRR"] <= 1
+    search = BeamSearch(engine, policy, 8, 2, compile="reduce-overhead", backend="inductor")
+    assert search._step.cudagraphs
+    for _ in range(2):                             # chunks of 8 candidates: three generations per call
+        got = search.score(cands, batch=64)
+        assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
+        torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
     reset()
 
 

@@ -3,7 +3,8 @@
     perflab list
     perflab new NAME [--into DIR]   (a study of your own: package, notebook, GPU preset, tests, in DIR/NAME/)
     perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
-    perflab gpu-check [NAME ...] [--params gpu-smoke]   (on a GPU host: pytest -m gpu + notebooks + REPORT.md)
+    perflab gpu-check [NAME ...] [--params gpu-smoke] [--redo]   (on a GPU host: pytest -m gpu + notebooks + REPORT.md;
+                                                                  what is already done at this commit is skipped)
     perflab report DIR
     perflab refresh [NAME ...]
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, default=None, help="default: outputs/<gpu kind>/<commit>/")
     p.add_argument("--no-tests", action="store_true", help="skip pytest -m gpu")
+    p.add_argument("--redo", action="store_true",
+                   help="run again what already ran ok in the folder at this commit (tests and notebooks)")
     p.add_argument("--params-dir", type=Path, default=None)
     _common(p)
 
@@ -186,12 +189,27 @@ def cmd_gpu_check(args) -> int:
     from .env import git_commit
 
     kind = gpucheck.gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
-    nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks, p_dir=args.params_dir)
-    args.out = args.out or gpucheck.default_out(kind, git_commit())  # names checked before anything runs
-    tests = gpucheck.earlier_tests(args.out) if args.no_tests else gpucheck.run_gpu_tests(args.out)
-    print(f"gpu-check: GPU tests {tests[1]}", flush=True)
-    args.no_report = False
-    rc = cmd_run(args)  # the notebooks, then REPORT.md
+    jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks, p_dir=args.params_dir)
+    commit = git_commit()
+    args.out = args.out or gpucheck.default_out(kind, commit)  # names checked before anything runs
+    done = {} if args.redo else gpucheck.finished(args.out, jobs, commit)
+    if not gpucheck.resumable(commit):
+        print(f"gpu-check: commit {gpucheck.commit_label(commit)}: nothing earlier is taken as done", flush=True)
+    with gpucheck.compile_cache(args.out) as cache:
+        print(f"gpu-check: compile caches in {cache} ({gpucheck.folder_mib(cache):.1f} MiB already there)", flush=True)
+        passed = None if args.redo or args.no_tests else gpucheck.earlier_pass(args.out, commit)
+        if passed:
+            tests = 0, f"{passed} (an earlier run at this commit, kept in this folder; --redo runs them again)"
+        else:
+            tests = gpucheck.earlier_tests(args.out) if args.no_tests else gpucheck.run_gpu_tests(args.out, commit)
+        print(f"gpu-check: GPU tests {tests[1]}", flush=True)
+        if done:
+            print("gpu-check: skipped, already ok here at this commit with these parameters (--redo runs them "
+                  "again): " + ", ".join(f"{name} (run {run_id})" for name, run_id in done.items()), flush=True)
+        args.names, args.no_report = [name for name, _, _ in jobs if name not in done], False
+        rc = cmd_run(args) if args.names else 0  # the notebooks, then REPORT.md
+    if not args.names:
+        print("report:", _report(args.out))
     gpucheck.lead_report(args.out / "REPORT.md", *tests)
     print(f"gpu-check: {args.out / 'REPORT.md'}")
     return rc or (1 if tests[0] else 0)
