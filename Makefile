@@ -27,7 +27,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 MIN_VENV  ?= .venv-torch2.11
 MIN_TORCH ?= torch==2.11.0
 
-.PHONY: setup run test nbval test-min lab clean distclean
+.PHONY: setup run test nbval test-wheel test-min lab clean distclean
 
 setup: $(STAMP)
 
@@ -49,8 +49,13 @@ run: setup
 
 test: setup
 	$(VENV)/bin/ruff check src tests notebooks
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m "not wheel" tests
 	@$(MAKE) --no-print-directory nbval
+
+# the wheel in a fresh venv outside the checkout, then a new study to a report (Your own study): ~1.5-2 min, after
+# make test in .ci/run, as test-min is
+test-wheel: setup
+	$(PY) -m pytest -q -m wheel tests
 
 # nbval compares the checked cells with the committed outputs, which are the notebooks' CPU defaults: on a GPU host
 # too their kernels run on the CPU (CUDA hidden from them), so a count or a rounded metric is compared with the
@@ -64,10 +69,11 @@ nbval:
 	else echo "no notebooks in $(NOTEBOOKS): nbval has nothing to check"; fi
 
 # pytest only: nbval's checked outputs were made on the pinned torch; the Slurm and browser tests drive clients
-# (slurm-wlm, chromium), which do not depend on torch's version
+# (slurm-wlm, chromium), which do not depend on torch's version; the wheel test installs a torch of its own (here
+# a second 4-GB CUDA build): packaging, not torch's version
 test-min:
 	$(MAKE) --no-print-directory setup VENV=$(MIN_VENV) TORCH=$(MIN_TORCH)
-	$(MIN_VENV)/bin/python -m pytest -q -m "not slurm and not browser" tests
+	$(MIN_VENV)/bin/python -m pytest -q -m "not slurm and not browser and not wheel" tests
 
 # root (containers, cloud images) must say so to JupyterLab; nbval's conftest.py is no notebook: hidden from the
 # file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/test_lab.py changes.

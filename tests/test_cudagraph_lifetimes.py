@@ -127,7 +127,7 @@ def _search(module, engine, policy, mode):
 
 def test_b62ef7a_search_fails_under_the_check(family):
     _, engine, policy, cands = family
-    old = _old_module("b62ef7a", "src/perflab/prover/links/search.py", "perflab.prover")
+    old = _old_module("b62ef7a", "src/perflab/prover/search.py", "perflab.prover")   # before prover/links/
     with check_lifetimes():
         reset()                                                 # as 03's time_variants leaves it (N1)
         with pytest.raises(RuntimeError, match=FREED):
@@ -231,4 +231,32 @@ def test_probe1d_compiled_fit_passes_under_the_check():
     assert compiled.counters_["work_rebuilds"] >= 1            # compaction ran (LM state carried over)
     # as test_probe1d_syncs: compiled tile_sums vs the eager workspace twin agree to float rounding
     torch.testing.assert_close(compiled.loss_matrix(x, y), eager.loss_matrix(x, y), rtol=1e-5, atol=1e-6)
+    reset()
+
+
+# ---- 06's compiled training step -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("grad_accum", [False, True])
+def test_latentwire_compiled_step_passes_under_the_check(grad_accum):
+    # one generation per optimizer step (mark_step_begin at its start): the micro-batches' losses, their backward and
+    # the step read outputs of the same generation; the mean loss leaves it as an eager sum
+    from perflab.latentwire import ModelConfig, build_model, make_examples, make_trainer
+
+    tiny = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
+    examples = make_examples(24, seed=0)
+    kw = dict(impl="optimized", accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3,
+              grad_accum=grad_accum, no_step_sync=True)
+    eager = make_trainer(build_model(tiny, seed=0), examples, **kw)
+    want = [float(eager.step()) for _ in range(3)]
+    eager.close()
+    with check_lifetimes() as check:
+        reset()
+        trainer = make_trainer(build_model(tiny, seed=0), examples, compile="reduce-overhead", compile_backend="eager", **kw)
+        assert trainer.cudagraphs
+        got = [trainer.step() for _ in range(3)]
+        assert check.generations == 3 and check.freed
+        got = [float(x) for x in got]                           # each step's mean loss outlives its generation
+        trainer.close()
+    # padding to the data's widths reorders sums only (test_latentwire_train): float rounding
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-5, atol=1e-5)
     reset()

@@ -181,7 +181,7 @@ def test_run_sweep_compare_and_report_treat_it_like_the_six(study, tmp_path, cap
 def test_cuda_the_new_study_on_the_gpu(study, tmp_path):
     """On a GPU host (`perflab gpu-check`): the study's own tests with their CUDA cases, then its notebook on its GPU
     preset at a smaller size, to a report with its claims and checks."""
-    r = subprocess.run([str(BIN / "pytest"), "-q", "-p", "no:cacheprovider", "-k", "cuda or preset"], cwd=study,
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "cuda or preset"], cwd=study,
                        capture_output=True, text=True)
     assert r.returncode == 0 and " passed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
     out = tmp_path / "gpu"
@@ -238,7 +238,7 @@ print("kit ok")
 """
 
 
-@pytest.mark.slow
+@pytest.mark.wheel
 def test_the_wheel_in_a_fresh_venv_runs_a_new_study_to_a_report(tmp_path, capsys):
     """The CI path: wheel -> fresh venv (no site packages) -> `perflab new` -> the study's tests, nbval and ruff ->
     `perflab run` -> `perflab report` with the claims' verdicts. torch is pinned to this environment's build first
@@ -261,7 +261,7 @@ def test_the_wheel_in_a_fresh_venv_runs_a_new_study_to_a_report(tmp_path, capsys
     [wheel] = (tmp_path / "dist").glob("perflab-*.whl")
     _timed(steps, "venv", [getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], env=env)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
-    _timed(steps, "torch", pip + [f"torch=={torch.__version__}"], env=env)
+    _timed(steps, "torch", pip + [f"torch=={torch.__version__.split('+')[0]}"], env=env)  # no local label: PyPI's
     _timed(steps, "install", pip + [f"{wheel}[study]"], env=env)
     r = _timed(steps, "kit", [str(venv / "bin" / "python"), "-c", KIT], cwd=work, env=env)
     assert "kit ok" in r.stdout

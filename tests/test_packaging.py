@@ -39,3 +39,4 @@ def test_ci_tests_the_torch_floor_that_pyproject_declares():
     assert floor == "torch>=2.11"
     assert "MIN_TORCH ?= torch==2.11.0" in (ROOT / "Makefile").read_text()   # `make test-min`
     assert "\nmake test-min" in (ROOT / ".ci" / "run").read_text()
+    assert "\nmake test-wheel" in (ROOT / ".ci" / "run").read_text()   # the wheel test, left out of make test

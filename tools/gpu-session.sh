@@ -4,7 +4,7 @@
 # the limit, bring the folder back after each window, and carry it into the next one, where gpu-check skips what is done.
 #
 # Here (a checkout with git, its commit clean: on a dirty tree gpu-check skips nothing):
-#   bash tools/gpu-session.sh prepare          # wheels the GPU image lacks into .whl/ (../shared/tools/device-wheels.sh)
+#   bash tools/gpu-session.sh prepare          # wheels the GPU image lacks into .whl/ (../shared/tools/device-wheels.sh; nbval for make nbval)
 #                                              # and .whl/COMMIT: the commit the copy is made of (the copy has no .git)
 # There (from the project root, with .whl and .gpu-res carried), in back-to-back calls:
 #   bash tools/gpu-session.sh start smoke      # pytest -m gpu + all six notebooks on params/gpu-smoke/
@@ -25,7 +25,7 @@ R=/tmp/res
 MAX=$((16 * 1024 * 1024))  # the largest file that comes back from $OUT
 case "$cmd" in
 prepare)
-  [ -x ../shared/tools/device-wheels.sh ] && ../shared/tools/device-wheels.sh || echo "no ../shared/tools/device-wheels.sh: bring papermill's wheels into .whl/ yourself" >&2
+  [ -x ../shared/tools/device-wheels.sh ] && ../shared/tools/device-wheels.sh nbval || echo "no ../shared/tools/device-wheels.sh: bring papermill's wheels into .whl/ yourself" >&2
   mkdir -p .whl
   sha=$(git rev-parse HEAD) || exit 1
   [ -n "$(git status --porcelain --untracked-files=no)" ] && sha="$sha-dirty"

@@ -191,7 +191,8 @@ def cmd_gpu_check(args) -> int:
     kind = gpucheck.gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
     jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks, p_dir=args.params_dir)
     commit = git_commit()
-    args.out = args.out or gpucheck.default_out(kind, commit)  # names checked before anything runs
+    # names checked before anything runs; absolute: the notebooks' kernels start in their own folder
+    args.out = Path(args.out or gpucheck.default_out(kind, commit)).resolve()
     done = {} if args.redo else gpucheck.finished(args.out, jobs, commit)
     if not gpucheck.resumable(commit):
         print(f"gpu-check: commit {gpucheck.commit_label(commit)}: nothing earlier is taken as done", flush=True)

@@ -64,7 +64,7 @@ def tracked(fn):
     if not checking():
         return fn
 
-    @functools.wraps(fn)
+    @functools.wraps(fn, updated=())  # a compiled module's name and doc, not its attributes
     def call(*args, **kwargs):
         return _CHECK.call(fn, args, kwargs) if _CHECK is not None else fn(*args, **kwargs)
     return call

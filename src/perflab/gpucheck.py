@@ -139,7 +139,7 @@ def compile_cache(out: Path):
 
     before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     given = before and os.path.abspath(before) != os.path.abspath(default_cache_dir())
-    folder = Path(before) if given else out / CACHE_DIR
+    folder = Path(before).resolve() if given else Path(out).resolve() / CACHE_DIR
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
     try:
         yield folder

@@ -31,7 +31,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler
 
 from ..compiles import compile_kwargs
-from ..cudagraphs import uses_cudagraphs
+from ..cudagraphs import tracked, uses_cudagraphs
 from ..env import synchronize
 from .batches import IndexStream, PretokenizedCache, batch_on_the_fly
 from .config import Toggles
@@ -117,13 +117,14 @@ class OptimizedTrainer(TrainerBase):
         self.opt = torch.optim.AdamW(self.core.trainable_parameters(), lr=lr,
                                      **({"fused": True} if t.fused_adamw else {}))
         self.loss_fn = self.model
+        self.cudagraphs = uses_cudagraphs(t.compile, t.compile_backend, self.device)  # a step is one generation
         if t.compile != "off":
             # one graph for encoder + adapter + frozen LM + losses (AOTAutograd compiles its backward too):
             # fixed widths (self.widths) and a symbolic batch size (_mark_batch_dynamic), so one compile serves
             # every step and every batch size > 1; fullgraph, so a graph break fails loudly (DDP splits the
             # graph at its gradient buckets itself, which fullgraph would forbid)
-            self.loss_fn = torch.compile(self.model, fullgraph=self.world == 1,
-                                         **compile_kwargs(t.compile, t.compile_backend))
+            compiled = torch.compile(self.model, fullgraph=self.world == 1, **compile_kwargs(t.compile, t.compile_backend))
+            self.loss_fn = tracked(compiled) if self.cudagraphs else compiled
 
     # ---- where batches come from -----------------------------------------------------------------
     def _manual_batches(self):
@@ -172,7 +173,7 @@ class OptimizedTrainer(TrainerBase):
         """One optimizer step; returns the mean loss (a float, or a device tensor under no_step_sync)."""
         if not self.t.no_step_sync:
             synchronize(self.device)  # the baseline's step-start synchronize
-        if uses_cudagraphs(self.t.compile, self.t.compile_backend, self.device):
+        if self.cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()  # CUDA graphs: the previous step's outputs are not read again
         total = 0.0
         for i in range(self.accum_steps):

@@ -14,7 +14,7 @@ first relation one batched product for the third hop and one product against the
 per first relation. Nations (110 oriented relations, 15 ids): ~40 GFLOP, about 3 minutes on one thread of
 the shared 2-core CPU; refused above `max_work` multiply-adds (Kinship needs ~9x Nations' work, UMLS ~125x).
 
-    python -c "from perflab.prover.paths3 import print_comparison; print_comparison('nations')"
+    python -c "from perflab.prover.links.paths3 import print_comparison; print_comparison('nations')"
 
 prints `length_comparison`: the rules alone on valid and test with rules of length <= 2 (15 per head, as the
 prover gets them), length <= 3 competing for the same 15, and 15 of length 3 added to the 15 of length <= 2.
