@@ -8,15 +8,12 @@ frees outputs as a GPU does on any device; the studies' compiled paths run under
 (the generation rule belongs to the mode, not to inductor's code). b62ef7a's search fails under it; 1a70d9c's
 rollouts, which ran on an H100 under reduce-overhead, pass.
 """
-import shutil
-import subprocess
 import sys
-import types
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
+from old_code import old_module
 
 from perflab.compiles import reset
 from perflab.cudagraphs import CUDAGRAPH_MODES, check_lifetimes, tracked, uses_cudagraphs
@@ -28,7 +25,6 @@ from perflab.prover.policy import PolicyConfig, make_policy
 from perflab.prover.rollout import STRATEGIES, rollout
 from perflab.prover.step import GreedyStep
 
-ROOT = Path(__file__).resolve().parents[1]
 FREED = "accessing tensor output of CUDAGraphs that has been overwritten"
 SMALL = PolicyConfig(embed_dim=16, hidden=32, n_blocks=1)
 
@@ -98,21 +94,6 @@ def test_an_output_that_aliases_an_input_is_the_callers_memory():
 
 # ---- b62ef7a's search fails, head's passes ------------------------------------------------------------------
 
-def _old_module(commit: str, relpath: str, package: str):
-    """`relpath` as it was at `commit`, loaded inside `package` (its relative imports see sys.modules)."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs the project's git history (a clone, not an exported copy)")
-    got = subprocess.run(["git", "show", f"{commit}:{relpath}"], cwd=ROOT, capture_output=True, text=True)
-    if got.returncode != 0:
-        pytest.skip(f"commit {commit} is not in this clone: {got.stderr.strip()}")
-    name = f"{package}._at_{commit}_{Path(relpath).stem}"
-    mod = types.ModuleType(name)
-    mod.__package__, mod.__file__ = package, f"{commit}:{relpath}"
-    sys.modules[name] = mod      # kept: dynamo looks the module of a traced function up by name
-    exec(compile(got.stdout, mod.__file__, "exec"), mod.__dict__)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def family():
     kg = family_kg(n_families=2, seed=4)
@@ -127,7 +108,7 @@ def _search(module, engine, policy, mode):
 
 def test_b62ef7a_search_fails_under_the_check(family):
     _, engine, policy, cands = family
-    old = _old_module("b62ef7a", "src/perflab/prover/search.py", "perflab.prover")   # before prover/links/
+    old = old_module("b62ef7a", "src/perflab/prover/search.py", "perflab.prover")   # before prover/links/
     with check_lifetimes():
         reset()                                                 # as 03's time_variants leaves it (N1)
         with pytest.raises(RuntimeError, match=FREED):
@@ -196,10 +177,10 @@ def test_1a70d9c_rollouts_that_ran_on_an_h100_pass_under_the_check(family, monke
     # the check must not refuse them. Loaded as they were, compiled with the eager backend, with the flag the
     # H100 set (engine.device.type == "cuda" there).
     _, engine, policy, cands = family
-    old_step = _old_module("1a70d9c", "src/perflab/prover/step.py", "perflab.prover")
+    old_step = old_module("1a70d9c", "src/perflab/prover/step.py", "perflab.prover")
     old_step.compile_fn = lambda fn, mode: _compiled(fn) if mode != "off" else fn
     monkeypatch.setitem(sys.modules, "perflab.prover.step", old_step)
-    old_rollout = _old_module("1a70d9c", "src/perflab/prover/rollout.py", "perflab.prover")
+    old_rollout = old_module("1a70d9c", "src/perflab/prover/rollout.py", "perflab.prover")
     monkeypatch.undo()
     want = old_rollout.rollout(old_step.GreedyStep(engine, policy, 5), cands, 16, "full")
     with check_lifetimes() as check:

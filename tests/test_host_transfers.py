@@ -7,37 +7,14 @@ each micro-batch was 6 blocking copies. `count_host_syncs` now counts a move of 
 on every device, the CPU included, blocking unless it is non-blocking from pinned memory. The tests below run
 7e47ac6's own check functions (read from git) under today's counter on a CPU: they fail; head's pass.
 """
-import shutil
-import subprocess
-import sys
-import types
-from pathlib import Path
 
 import pytest
 import torch
+from old_code import old_module
 
 from perflab.syncs import count_host_syncs, is_pinned, pin_memory
 
 OLD = "7e47ac6"
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _old_module(relpath: str, package: str):
-    """`relpath` as it was at 7e47ac6, loaded inside `package` (its relative imports see today's modules)."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs the project's git history (a clone, not an exported copy)")
-    got = subprocess.run(["git", "show", f"{OLD}:{relpath}"], cwd=ROOT, capture_output=True, text=True)
-    if got.returncode != 0:
-        pytest.skip(f"commit {OLD} is not in this clone: {got.stderr.strip()}")
-    name = f"{package}._at_{OLD}"
-    mod = types.ModuleType(name)
-    mod.__package__, mod.__file__ = package, f"{OLD}:{relpath}"
-    sys.modules[name] = mod
-    try:
-        exec(compile(got.stdout, mod.__file__, "exec"), mod.__dict__)
-    finally:
-        sys.modules.pop(name, None)
-    return mod
 
 
 # ---- the counting rule -------------------------------------------------------------------------------------
@@ -101,7 +78,7 @@ def prover():
 def test_03_step_syncs_of_7e47ac6_fail_and_heads_pass(prover):
     from perflab.prover import checks
 
-    old = _old_module("src/perflab/prover/checks.py", "perflab.prover")
+    old = old_module(OLD, "src/perflab/prover/checks.py", "perflab.prover")
     before = old.step_syncs(*prover, max_depth=4)
     assert before["syncs"] == 2 and before["by_op"] == {"to(device) from host": 2}, before  # states, nv
     now = checks.step_syncs(*prover, max_depth=4)
@@ -121,7 +98,7 @@ def latentwire():
 def test_06_host_sync_check_of_7e47ac6_fails_and_heads_passes(latentwire):
     from perflab.latentwire import checks
 
-    old = _old_module("src/perflab/latentwire/checks.py", "perflab.latentwire")
+    old = old_module(OLD, "src/perflab/latentwire/checks.py", "perflab.latentwire")
     (name, ok, detail), counts = old.host_sync_check(*latentwire, "cpu")
     # 6 tensors per micro-batch x accum_steps 2, copied from pageable memory: what the H100 would have blocked on
     assert not ok and counts["optimized"] == {"to(device) from host": 12}, detail
