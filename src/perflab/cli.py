@@ -9,6 +9,7 @@
     perflab refresh [NAME ...]
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
     perflab compare A B [--out DIR]
+    perflab battery [--reps N] [--budget S] [--load N] [--short] [--out DIR]   (verdict rules on claims of known truth)
 
 Unknown notebooks, presets and parameters are refused before anything runs (exit 2). A failing
 notebook is reported with its cell and error, the others still run, and the exit status is 1. Ctrl-C stops
@@ -103,6 +104,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, help="run folder or results.jsonl (A, the reference)")
     p.add_argument("b", type=Path, help="run folder or results.jsonl (B)")
     p.add_argument("--out", type=Path, default=None, help="write COMPARE.md and compare.png here")
+
+    p = sub.add_parser("battery", help="how often each verdict rule is right, wrong or undecided on claims of known "
+                                       "truth, under a background load it starts and stops")
+    p.add_argument("--reps", type=int, default=6, help="verdicts per case and rule (default 6)")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per verdict (default 2)")
+    p.add_argument("--load", type=int, default=None, help="busy processes (default: one per CPU core)")
+    p.add_argument("--short", action="store_true", help="make test's four cases only")
+    p.add_argument("--rules", default=",".join(("paired", "criterion", "old")),
+                   help="comma-separated, of paired, criterion, old (default: all three)")
+    p.add_argument("--out", type=Path, default=None, help="where BATTERY.md and battery.jsonl go "
+                                                          "(default: outputs/local/battery)")
     return ap
 
 
@@ -297,10 +309,54 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_battery(args) -> int:
+    """Run the battery of claims of known truth (perflab.battery) and write its table."""
+    import json
+    import os
+
+    from . import battery as bt
+    from .env import fingerprint
+
+    rules = tuple(r.strip() for r in args.rules.split(",") if r.strip())
+    bad = [r for r in rules if r not in bt.RULES]
+    if bad or not rules:
+        raise ParameterError(f"--rules: unknown rule(s) {bad or rules}; rules: {', '.join(bt.RULES)}")
+    if args.reps < 1 or not args.budget > 0 or (args.load is not None and args.load < 0):
+        raise ParameterError(f"need --reps >= 1, --budget > 0 and --load >= 0, got {args.reps}, {args.budget}, "
+                             f"{args.load}")
+    out = args.out or (repo_root() / "outputs" / "local" / "battery")
+    out.mkdir(parents=True, exist_ok=True)
+    if not os.access(out, os.W_OK):
+        raise ParameterError(f"--out: {out} is not writable")
+    load = (os.cpu_count() or 1) if args.load is None else args.load
+    cases = bt.SHORT if args.short else bt.CASES
+    print(f"{len(cases)} cases x {args.reps} reps x {len(rules)} rules, {args.budget:g} s per verdict, "
+          f"{load} busy processes")
+    rows = []
+    with bt.background_load(load), open(out / "battery.jsonl", "a") as f:
+        def progress(r):
+            rows.append(r)
+            f.write(json.dumps({**r, "load": load, "budget": args.budget}) + "\n")
+            f.flush()
+            print(f"{r['rule']:9s} {r['case']:22s} {r['verdict']:14s} {r['outcome']:9s} {r['seconds']:.2f} s",
+                  flush=True)
+        bt.run_battery(cases, reps=args.reps, budget=args.budget, rules=rules, progress=progress)
+    env = fingerprint("cpu")
+    table = bt.markdown(bt.summary_table(rows))
+    md = (f"# Verdict rules on claims of known truth\n\n{len(rows)} verdicts: {len(cases)} cases x {args.reps} reps x "
+          f"{len(rules)} rules, {args.budget:g} s of timing per verdict, {load} busy processes started by the battery "
+          f"(plus whatever else ran), on {env.get('device_name', 'this CPU')}, torch {env.get('torch')}, commit "
+          f"{str(env.get('commit') or '')[:10]}.\n\n{table}\n")
+    (out / "BATTERY.md").write_text(md)
+    print(md)
+    print("written:", out / "BATTERY.md")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
-            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new}
+            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new, "battery": cmd_battery}
     from .gpucheck import NoGPU
     from .sweep import SweepError
 

@@ -7,7 +7,7 @@ or on Slurm) and `perflab list`. So a value the notebook would refuse is refused
 with the same message.
 
     @dataclass
-    class EvalParams(RunParams):          # device, out_dir, seed, threads, min/max_run_time come first
+    class EvalParams(RunParams):          # device, out_dir, seed, threads, min/max_run_time, verdict_time first
         batch: int = 64                   # candidates per step
         compile: CompileMode = "off"      # choices are Literal types
         def check(self):                  # cross-field and range rules
@@ -59,12 +59,14 @@ class RunParams:
     threads: int = 1              # torch CPU threads; 0 keeps torch's default
     min_run_time: float = 0.2     # seconds per timing at least
     max_run_time: float = 1.0     # seconds per timing at most
+    verdict_time: float = 2.0     # seconds of paired rounds per timed claim at most (a verdict stops once decided)
 
     def check(self) -> None:
         require(bool(_DEVICE.match(self.device)), f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
         require(self.threads >= 0, f"threads must be >= 0 (0 keeps torch's default), got {self.threads}")
         require(0 < self.min_run_time <= self.max_run_time,
                 f"need 0 < min_run_time <= max_run_time, got {self.min_run_time} and {self.max_run_time}")
+        require(self.verdict_time > 0, f"verdict_time must be > 0 seconds, got {self.verdict_time}")
 
 
 def fields_of(schema) -> dict[str, dataclasses.Field]:
