@@ -60,7 +60,6 @@ CUDA_BRANCHES = {
     "template/tests/test_mystudy.py::test_the_gpu_preset_is_valid": "tests/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
     # sentences and verdicts from a GPU run's evidence: a CPU test gives them such evidence
     "vae/claims.py::measurements": "tests/test_vae_study.py::test_claims_table_and_verdicts",
-    "vae/claims.py::report": "tests/test_vae_study.py::test_claims_table_and_verdicts",
     "vae/claims.py::reading": "tests/test_vae_study.py::test_claims_table_and_verdicts",
 }
 
