@@ -241,3 +241,140 @@ def test_latentwire_compiled_step_passes_under_the_check(grad_accum):
     # padding to the data's widths reorders sums only (test_latentwire_train): float rounding
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-5, atol=1e-5)
     reset()
+
+
+# ---- what autograd keeps: saved activations and gradients (gpu-review-2026-11-26, T3) --------------------------
+# A training forward under CUDA graphs leaves its saved activations in the pool of its generation and its backward
+# writes the gradients there. e4bd822's check saw only the tracked call's returned tensors, so LatentWire's step
+# with `cudagraph_mark_step_begin()` moved into the micro-batch loop passed it (E4) while it reads freed (later:
+# overwritten) activations on an H100. Today's check tags autograd's saved tensors and a compiled module's gradients
+# with their generation.
+
+def _checks():
+    today = sys.modules["perflab.cudagraphs"]
+    return {"today": today, "e4bd822": old_module("e4bd822", "src/perflab/cudagraphs.py", "perflab")}
+
+
+def _tiny_steps(cg, mark_each: bool, grad_accum: bool, steps: int = 2) -> list[float]:
+    """LatentWire's optimizer step (`latentwire/optimized.py::OptimizedTrainer.step`) on a tiny model compiled in a
+    CUDA-graph mode under `cg`'s check: one mark per step, or (T3's regression) one per micro-batch."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    loss_fn = cg.tracked(torch.compile(model, backend="eager", fullgraph=True))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    xs = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1))
+    losses = []
+    for _ in range(steps):
+        torch.compiler.cudagraph_mark_step_begin()
+        total = 0.0
+        for x in xs:                                              # two micro-batches
+            if mark_each:
+                torch.compiler.cudagraph_mark_step_begin()        # the regression: a generation per micro-batch
+            out = loss_fn(x).pow(2).mean()
+            if grad_accum:
+                (out / len(xs)).backward()
+            total = total + (out.detach() if grad_accum else out)
+        if not grad_accum:
+            (total / len(xs)).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(total))
+    return losses
+
+
+@pytest.mark.parametrize("grad_accum", [False, True])
+def test_a_backward_across_a_mark_fails_under_todays_check_only(grad_accum):
+    checks = _checks()
+    want = _tiny_steps(checks["today"], mark_each=False, grad_accum=grad_accum)   # no check: plain eager backend
+    for name, cg in checks.items():
+        reset()
+        with cg.check_lifetimes():
+            assert _tiny_steps(cg, mark_each=False, grad_accum=grad_accum) == want, name   # today's pattern passes
+        reset()
+        with cg.check_lifetimes() as check:
+            if name == "today":
+                # grad_accum=False: the backward unpacks micro-batch 0's activations; True: micro-batch 1's backward
+                # accumulates into the gradient micro-batch 0's backward left in the pool of an ended generation
+                what = "autograd saved" if not grad_accum else "a gradient of"
+                with pytest.raises(RuntimeError, match=f"{FREED}.*{what}"):
+                    _tiny_steps(cg, mark_each=True, grad_accum=grad_accum)
+                assert check.saved > 0
+            else:
+                _tiny_steps(cg, mark_each=True, grad_accum=grad_accum)              # e4bd822: blind to it (E4)
+    reset()
+
+
+def test_a_gradient_kept_across_a_mark_is_read_from_an_ended_generation():
+    # zero_grad(set_to_none=False) would accumulate into last step's gradients: the pool of an ended generation
+    model = torch.nn.Linear(3, 1)
+    with check_lifetimes():
+        reset()
+        f = tracked(torch.compile(model, backend="eager", fullgraph=True))
+        x = torch.ones(2, 3)
+        torch.compiler.cudagraph_mark_step_begin()
+        f(x).sum().backward()
+        grad = model.weight.grad
+        assert grad.sum().item() == 6.0                           # read in its own generation: fine
+        torch.compiler.cudagraph_mark_step_begin()
+        y = f(x).sum()                                            # a new generation's first call
+        with pytest.raises(RuntimeError, match=FREED):
+            grad.sum()
+        with pytest.raises(RuntimeError, match=f"{FREED}.*a gradient of"):
+            y.backward()                                          # AccumulateGrad adds into the old gradient
+    reset()
+
+
+def test_without_marks_a_pending_backward_keeps_the_generation_open():
+    # torch's rule without any mark: a generation does not end while a forward's backward is pending, so an unmarked
+    # forward, a second compiled call, then the first's backward is fine on a GPU, and fine under the check
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+    with check_lifetimes() as check:
+        reset()
+        f = tracked(torch.compile(model, backend="eager", fullgraph=True))
+        x = torch.ones(2, 3)
+        a = f(x).sum()
+        b = f(x).sum()
+        (a + b).backward()
+        assert check.generations == 1 and check.saved > 0
+        model.zero_grad(set_to_none=True)                         # the gradients are that generation's outputs
+        f(x).sum().backward()                                     # after the backward: a new generation
+        assert check.generations == 2
+    reset()
+
+
+@pytest.mark.parametrize("grad_accum", [False, True])
+def test_latentwire_with_a_mark_per_micro_batch_fails_under_the_check(grad_accum, monkeypatch):
+    # T3's one-line regression on the real trainer, injected from outside: a mark before every micro-batch's
+    # forward (as if `cudagraph_mark_step_begin()` had moved into the loop of OptimizedTrainer.step). Today's check
+    # fails it; e4bd822's passed it (the review's E4)
+    from perflab.latentwire import ModelConfig, build_model, make_examples, make_trainer, optimized
+
+    tiny = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
+    kw = dict(impl="optimized", accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3,
+              grad_accum=grad_accum, no_step_sync=True)
+    for name, cg in _checks().items():
+        monkeypatch.setattr(optimized, "tracked", cg.tracked)
+        monkeypatch.setattr(optimized, "uses_cudagraphs", cg.uses_cudagraphs)
+        with cg.check_lifetimes() as check:
+            reset()
+            trainer = make_trainer(build_model(tiny, seed=0), make_examples(24, seed=0), compile="reduce-overhead",
+                                   compile_backend="eager", **kw)
+            assert trainer.cudagraphs
+            inner = trainer.loss_fn
+
+            def marked(*args, inner=inner, **kwargs):
+                torch.compiler.cudagraph_mark_step_begin()
+                return inner(*args, **kwargs)
+
+            trainer.loss_fn = marked
+            if name == "today":
+                with pytest.raises(RuntimeError, match=FREED):
+                    trainer.step()
+                assert check.saved > 0
+            else:
+                for _ in range(2):
+                    trainer.step()
+                assert check.generations >= 4                     # a generation per micro-batch, unseen by it
+            trainer.close()
+        monkeypatch.undo()
+    reset()
