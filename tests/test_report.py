@@ -33,7 +33,7 @@ def test_the_report_leads_with_one_line_per_study(tmp_path):
     a.claim("within 3x of the floor", seed="3x", measured="4.1x [2.9, 5.0]", verdict="within noise")
     a.claim("tensor cores", seed="2x", measured="not measured on a CPU", verdict="not tested here")
     a.check("equal to the reference", True)
-    a.check("no host syncs", False)
+    a.check("no host syncs", False, "13 host syncs per step (allowed 0)")
     a.headline("optimized 12.3x faster than the baseline per step")
     a.append("run", status="ok", seconds=52.345, cell=None, cells=None, error="")
     b = _log(tmp_path, "b_study", run_id="r-b")
@@ -42,12 +42,14 @@ def test_the_report_leads_with_one_line_per_study(tmp_path):
     assert text.index("## Summary") < text.index("## Environment") < text.index("## Notebooks run")
     rows = {r[0]: r for r in _table(_section(text, "Summary"))}
     assert rows["a_study"] == ["a_study", "ok", "optimized 12.3x faster than the baseline per step",
-                               "1 holds, 1 within noise, 1 not tested here", "1/2 pass, **1 FAIL**", "Some CPU", "r-a"]
-    # no headline written: the first claim and its measurement; no status row: it says why
-    assert rows["b_study"][1:4] == ["no status", "fewer syncs: 0 syncs per step (13 before)", "1 fixed"]
+                               "1 holds, 1 within noise, 1 not tested here",
+                               "1/2 pass, **1 FAIL**: no host syncs (13 host syncs per step (allowed 0))", "Some CPU",
+                               "r-a"]
+    # no headline written: the first claim and its measurement; no status row: derived from its rows, and says so
+    assert rows["b_study"][1:4] == ["ok (no status row)", "fewer syncs: 0 syncs per step (13 before)", "1 fixed"]
     runs = {r[0]: r for r in _table(_section(text, "Notebooks run"))}
     assert runs["a_study"][1:4] == ["r-a", "ok", "52.3 s"]
-    assert "not run by `perflab run`" in runs["b_study"][5]
+    assert "run outside `perflab run`" in runs["b_study"][5] and "judged its 1 claim(s)" in runs["b_study"][5]
 
 
 def test_speedup_is_filled_for_every_implementation(tmp_path):
@@ -142,3 +144,124 @@ def test_claims_show_their_claimed_number_whether_written_as_claimed_or_as_seed(
     log.append("claim", claim="old-style", seed="2x", measured="1x", verdict="does not hold")  # a row before the rename
     rows = _table(_section(build(tmp_path), "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
     assert [r[:3] for r in rows] == [["new-style", "10x", "12x"], ["old-style", "2x", "1x"]]
+
+
+# ---- issue 30: failed checks in view, status without status rows, earlier verdicts kept, claims drawn ----------
+
+def test_a_failed_check_shows_what_was_measured_before_the_tables(tmp_path):
+    log = _log(tmp_path, "s", run_id="r1")
+    log.check("equal to the reference", True, "largest error 2.1e-06 (allowed 1e-05)")
+    log.check("no host syncs", False, "13 host syncs per step (allowed 0)")
+    log.check("same ranks", False)  # a check that did not say what it measured
+    log.claim("fast", claimed="2x", measured="1.9x", verdict="within noise")
+    text = build(tmp_path)
+    assert "**2 FAIL**: no host syncs (13 host syncs per step (allowed 0)); same ranks" in _section(text, "Summary")
+    section = _section(text, "s")
+    assert section.index("**Failed checks**") < section.index("### Claims, measured")
+    assert "- **no host syncs**: 13 host syncs per step (allowed 0)" in section
+    assert "- **same ranks**: (no detail logged" in section
+    assert "| no host syncs | **FAIL** | **13 host syncs per step (allowed 0)** |" in section
+    assert "| equal to the reference | pass | largest error 2.1e-06 (allowed 1e-05) |" in section
+
+
+def test_a_failed_run_keeps_the_last_judged_verdicts_in_view(tmp_path):
+    judged = _log(tmp_path, "s", run_id="20261123-090000-aaaa")
+    judged.append("run", status="started")
+    judged.claim("2x faster", claimed="2x", measured="2.4x", verdict="holds", value=2.4, low=2.3, high=2.5,
+                 at_least=2.0, rule=">= 2")
+    judged.headline("2x faster: 2.4x [holds]")
+    judged.append("run", status="ok", seconds=30.0, cell=None, cells=None, error="")
+    failed = _log(tmp_path, "s", run_id="20261123-100000-bbbb")  # `--params gpu` on a CPU host
+    failed.append("run", status="started")
+    failed.append("run", status="failed", seconds=2.0, cell=3, cells=14, error="RuntimeError: no CUDA device")
+    text = build(tmp_path)
+    [row] = _table(_section(text, "Summary"))
+    assert row[:4] == ["s", "**failed**", "2x faster: 2.4x [holds] (earlier run 20261123-090000-aaaa)",
+                       "earlier run 20261123-090000-aaaa: 1 holds"]
+    assert row[6] == "20261123-100000-bbbb"
+    assert "cell 3 of 14: RuntimeError: no CUDA device" in _section(text, "Notebooks run")
+    earlier = _section(text, "s: earlier run 20261123-090000-aaaa, the latest that judged claims")
+    assert "run 20261123-100000-bbbb (**failed**), judged no claims" in earlier and "started " in earlier
+    claims = _table(earlier.split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert claims == [["2x faster", "2x", "2.4x", "2.4 [2.3, 2.5] against >= 2", "Some CPU", "**holds**"]]
+    assert "1 of them shown after their study's latest" in text
+
+
+def test_an_execution_without_status_rows_gets_a_status_from_what_it_left(tmp_path):
+    _log(tmp_path, "judged").claim("fast", claimed="2x", measured="2.1x", verdict="holds")
+    stopped = _log(tmp_path, "stopped")
+    stopped.check("equal to the reference", False, "largest error 0.3 (allowed 1e-05)")
+    checked = _log(tmp_path, "checked")
+    checked.check("equal to the reference", True)
+    _log(tmp_path, "bare").value("answer", 1.0)
+    # a plain papermill run into the run folder: its executed notebook says how it ended
+    log = ResultsLog(tmp_path / "results.jsonl", study="pm", stamp={**CPU, "time": "2026-11-23T09:00:05+00:00"})
+    log.value("answer", 2.0)
+    cells = [{"cell_type": "code", "metadata": {"tags": ["parameters"], "papermill": {"exception": False}},
+              "outputs": [], "source": ""},
+             {"cell_type": "code", "metadata": {"tags": ["injected-parameters"], "papermill": {}}, "outputs": [],
+              "source": ""},
+             {"cell_type": "code", "metadata": {"papermill": {"exception": True}}, "source": "",
+              "outputs": [{"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}]},
+             {"cell_type": "code", "metadata": {"papermill": {"exception": None}}, "outputs": [], "source": ""}]
+    meta = {"papermill": {"input_path": "notebooks/pm.ipynb", "start_time": "2026-11-23T09:00:00.5+00:00",
+                          "end_time": "2026-11-23T09:01:00+00:00", "exception": True}}
+    (tmp_path / "pm-b512.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta}))
+    text = build(tmp_path)
+    rows = {r[0]: r for r in _table(_section(text, "Notebooks run"))}
+    assert rows["judged"][2] == "ok (no status row)"
+    assert rows["stopped"][2] == "**failed** (no status row)" and "'equal to the reference' failed" in rows["stopped"][5]
+    assert rows["checked"][2] == "no status" and "1 passing check(s) but no claims" in rows["checked"][5]
+    assert rows["bare"][2] == "no status" and "run outside `perflab run`" in rows["bare"][5]
+    assert rows["pm"][2] == "**failed** (papermill)"
+    assert rows["pm"][5].startswith("cell 2 of 3: ValueError: boom (from the papermill metadata of `pm-b512.ipynb`")
+    meta["papermill"].update(exception=None)
+    cells[2]["metadata"]["papermill"]["exception"] = False
+    (tmp_path / "pm-b512.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta}))
+    assert {r[0]: r for r in _table(_section(build(tmp_path), "Notebooks run"))}["pm"][2] == "ok (papermill)"
+    meta["papermill"].update(start_time="2026-11-23T09:00:07+00:00")  # started after the rows: another execution
+    (tmp_path / "pm-b512.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta}))
+    assert {r[0]: r for r in _table(_section(build(tmp_path), "Notebooks run"))}["pm"][2] == "no status"
+
+
+def _judged_rows(batch: int = 16) -> list[dict]:
+    import dataclasses
+
+    from perflab.claims import Claim, Claims
+    from perflab.verdicts import Measured
+
+    @dataclasses.dataclass
+    class P:
+        batch: int = 64
+
+    claims = Claims(Claim("speed", "2x faster", ">= 2x", at_least=2.0, partly=1.2),
+                    Claim("syncs", "no host syncs", "0", at_most=0.0, fixed=True),
+                    Claim("big", "3x faster at batch 64", ">= 3x", at_least=3.0, setup={"batch": 64}),
+                    headline="speed", params=P)
+    return claims.judge({"speed": (Measured(2.41, 2.30, 2.55), "2.41x per step"),
+                         "syncs": (Measured.exact(0), "0 syncs per step"),
+                         "big": (Measured(3.2, 3.0, float("inf")), "3.2x")}, cfg=P(batch=batch), device="cpu")
+
+
+def test_the_claims_show_their_reason_and_judged_interval_and_are_drawn_beside_the_report(tmp_path, capsys):
+    from perflab.claims import log_rows
+    from perflab.report import write
+
+    log_rows(_log(tmp_path, "s", run_id="r1"), _judged_rows(), headline="speed")  # the upper bound: inf, logged "inf"
+    (tmp_path / "s" / "r1").mkdir(parents=True)
+    for plot in ("claims", "speed"):  # the notebook's own plots, its copy of the claims figure among them
+        (tmp_path / "s" / "r1" / f"{plot}.png").write_bytes(b"png")
+    old = _log(tmp_path, "old", run_id="r2")  # a log from before the kit: no numbers to draw
+    old.claim("fewer syncs", seed="0 syncs", measured="0 per step", verdict="fixed")
+    text = write(tmp_path).read_text()
+    rows = _table(_section(text, "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert [r[3:] for r in rows] == [
+        ["2.41 [2.3, 2.55] against >= 2 (partly: >= 1.2)", "Some CPU", "**holds**"],
+        ["0 (exact) against <= 0", "Some CPU", "**fixed**"],
+        ["3.2 [3, inf] against >= 3", "Some CPU", "**not tested here** (measured at batch=16)"]]
+    assert "![s: claims of run r1](claims-s.png)" in _section(text, "s")
+    assert "![speed](s/r1/speed.png)" in text and "s/r1/claims.png" not in text  # one claims figure, not two
+    assert (tmp_path / "claims-s.png").read_bytes()[:4] == b"\x89PNG"
+    assert "No figure: no claim here carries a measured interval" in _section(text, "old")
+    assert not (tmp_path / "claims-old.png").exists()
+    assert "claims-s" not in build(tmp_path)  # build alone draws nothing and links nothing

@@ -135,6 +135,57 @@ def test_no_notebooks_says_so(tmp_path, capsys):
     assert "no notebooks yet" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["run", "refresh", "list"])
+def test_names_given_where_there_are_no_notebooks_are_refused_with_where_it_looked(tmp_path, monkeypatch, capsys,
+                                                                                   command):
+    outside = tmp_path / "elsewhere"  # not a study folder: `perflab run 03_eval` here used to say "nothing to run", 0
+    outside.mkdir()
+    monkeypatch.setenv("PERFLAB_ROOT", str(outside))
+    monkeypatch.chdir(outside)
+    out = [] if command == "list" else ["--out", str(tmp_path / "out")]
+    assert main([command, "03_eval", *out]) == 2
+    assert capsys.readouterr().err.startswith(f"perflab {command}: no notebook '03_eval': no notebooks in {outside} ")
+    assert not (tmp_path / "out").exists()
+    assert main([command, *out]) == 0  # no names, no notebooks: nothing to do, and it says so
+    assert f"in {outside}" in capsys.readouterr().out
+
+
+@pytest.fixture
+def read_only(monkeypatch):
+    """Makes a folder read-only: chmod, and for root (whom chmod does not stop) os.access answers as for a user."""
+    made, real = [], os.access
+
+    def access(path, mode, *args, **kw):
+        if mode & os.W_OK and Path(path).resolve() in made:
+            return False
+        return real(path, mode, *args, **kw)
+
+    def make(d: Path) -> None:
+        d.chmod(0o555)
+        made.append(d.resolve())
+
+    if os.geteuid() == 0:
+        monkeypatch.setattr(os, "access", access)
+    yield make
+    for d in made:
+        d.chmod(0o755)
+
+
+@pytest.mark.parametrize("command, why", [
+    ("run", "the results go to {d}/outputs/local, inside it (give --out DIR, or set $PERFLAB_OUT)"),
+    ("refresh", "the refreshed notebooks (written back in place) go there")])
+def test_a_read_only_study_folder_is_refused_in_one_line_before_anything_runs(nb_dir, tmp_path, monkeypatch, capsys,
+                                                                              read_only, command, why):
+    (nb_dir / "pyproject.toml").write_text("[tool.perflab]\n")  # a study folder of one's own: results go into it
+    monkeypatch.chdir(nb_dir)
+    monkeypatch.delenv("PERFLAB_OUT")
+    monkeypatch.delenv("PERFLAB_ROOT", raising=False)
+    read_only(nb_dir)
+    assert main([command, "tiny", "--no-progress"]) == 2  # was: a 26-line OSError traceback
+    assert capsys.readouterr().err == f"perflab {command}: {nb_dir} is not writable: {why.format(d=nb_dir)}\n"
+    assert not (nb_dir / "outputs").exists()
+
+
 def test_schema_mismatches_names_what_differs(nb_dir):
     import dataclasses
 

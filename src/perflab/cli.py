@@ -11,7 +11,8 @@
     perflab compare A B [--out DIR]
     perflab battery [--reps N] [--budget S] [--load N] [--short] [--out DIR]   (verdict rules on claims of known truth)
 
-Unknown notebooks, presets and parameters are refused before anything runs (exit 2). A failing
+Unknown notebooks, presets and parameters, names given where there are no notebooks, and a folder perflab must
+write into that is not writable are refused before anything runs, with one line (exit 2). A failing
 notebook is reported with its cell and error, the others still run, and the exit status is 1. Ctrl-C stops
 the command with one line (exit 130): the notebook it interrupted is recorded as interrupted, at its cell.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from . import notebooks as nbs  # imports neither torch nor nbformat: `perflab --help` answers at once
 from .params import ParameterError
-from .paths import notebooks_dir, repo_root
+from .paths import NotWritable, check_writable, notebooks_dir, repo_root
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -126,9 +127,8 @@ def cmd_list(args) -> int:
     from .params import ParameterError, default_of, type_name, validate
     from .studies import declared, schema_for
 
-    found = nbs.discover(args.notebooks)
+    found = _found(args, "no notebooks yet in {}")
     if not found:
-        print("no notebooks yet in", args.notebooks or notebooks_dir())
         return 0
     bad = 0
     for name in nbs.resolve(args.names, found):
@@ -147,11 +147,33 @@ def cmd_list(args) -> int:
     return 1 if bad else 0
 
 
+def _found(args, nothing: str) -> dict[str, Path]:
+    """The notebooks where the command looks. None there: with names given, an error naming them and the folder;
+    without, `nothing` (formatted with the folder) is printed and {} returned (nothing to do is no error)."""
+    found = nbs.discover(args.notebooks)
+    if not found:
+        where = Path(args.notebooks).resolve() if args.notebooks else notebooks_dir()
+        if args.names:
+            raise nbs.NotebookError(f"no notebook {', '.join(map(repr, args.names))}: no notebooks in {where} (run "
+                                    "the command in a study folder or a perflab checkout, or give --notebooks DIR)")
+        print(nothing.format(where))
+    return found
+
+
 def _out(args) -> Path:
     """--out, else $PERFLAB_OUT, else outputs/local in the checkout (what `make run` reports on)."""
     import os
 
     return Path(args.out or os.environ.get("PERFLAB_OUT") or repo_root() / "outputs" / "local").resolve()
+
+
+def _checked_out(args) -> Path:
+    """`_out`, refused in one line (`NotWritable`) before any notebook runs where it cannot be written."""
+    import os
+
+    hint = "" if args.out else (" ($PERFLAB_OUT; give --out DIR)" if os.environ.get("PERFLAB_OUT")
+                                else " (give --out DIR, or set $PERFLAB_OUT)")
+    return check_writable(_out(args), "the results", hint)
 
 
 def _report(out: Path) -> Path:
@@ -161,12 +183,11 @@ def _report(out: Path) -> Path:
 
 
 def cmd_run(args) -> int:
-    if not nbs.discover(args.notebooks):
-        print(f"no notebooks yet in {args.notebooks or notebooks_dir()}: nothing to run")
+    if not _found(args, "no notebooks yet in {}: nothing to run"):
         return 0
     jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                     p_dir=args.params_dir)
-    out = _out(args)
+    out = _checked_out(args)
     print(f"perflab run: {len(jobs)} notebook(s) -> {out}")
     outcomes = []
     for i, (name, path, params) in enumerate(jobs, 1):
@@ -204,7 +225,8 @@ def cmd_gpu_check(args) -> int:
     jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks, p_dir=args.params_dir)
     commit = git_commit()
     # names checked before anything runs; absolute: the notebooks' kernels start in their own folder
-    args.out = Path(args.out or gpucheck.default_out(kind, commit)).resolve()
+    args.out = check_writable(args.out or gpucheck.default_out(kind, commit), "the results", "" if args.out else
+                              " (give --out DIR)")
     done = {} if args.redo else gpucheck.finished(args.out, jobs, commit)
     if not gpucheck.resumable(commit):
         print(f"gpu-check: commit {gpucheck.commit_label(commit)}: nothing earlier is taken as done", flush=True)
@@ -252,18 +274,21 @@ def cmd_report(args) -> int:
 
     if not args.dir.is_dir():
         raise nbs.NotebookError(f"no run folder {args.dir}")
+    check_writable(args.dir, "REPORT.md and the claims figures")
     print(report.write(args.dir, all_runs=args.all))
     return 0
 
 
 def cmd_refresh(args) -> int:
-    found = nbs.discover(args.notebooks)
+    found = _found(args, "no notebooks to refresh in {}")
     if not found:
-        print("no notebooks to refresh")
         return 0
-    out = _out(args)
+    names = nbs.resolve(args.names, found)
+    for folder in dict.fromkeys(found[name].parent for name in names):  # before any notebook runs
+        check_writable(folder, "the refreshed notebooks (written back in place)")
+    out = _checked_out(args)
     failed = 0
-    for name in nbs.resolve(args.names, found):
+    for name in names:
         print(f"refresh {name}", flush=True)
         try:
             o = nbs.refresh(name, found[name], out_dir=out, kernel_name=args.kernel,
@@ -279,6 +304,7 @@ def cmd_refresh(args) -> int:
 def cmd_sweep(args) -> int:
     from . import sweep as sw
 
+    check_writable(args.out, "the sweep's points, results and report")
     res = sw.sweep(args.name, args.grid, out=args.out, executor=args.executor, preset=args.preset,
                    overrides=args.assign, max_parallel=args.max_parallel,
                    timeout_min=args.timeout_min, slurm_partition=args.slurm_partition,
@@ -298,11 +324,16 @@ def cmd_compare(args) -> int:
     from . import compare as cmp
 
     a_rows, b_rows = cmp.load(args.a), cmp.load(args.b)
+    claims = cmp.load_claims(args.a), cmp.load_claims(args.b)
     c = cmp.compare(a_rows, b_rows)
-    md = cmp.to_markdown(c, a_rows, b_rows, str(args.a), str(args.b))
+    figures = None
+    if args.out:
+        check_writable(args.out, "COMPARE.md and its figures")
+        args.out.mkdir(parents=True, exist_ok=True)
+        figures = cmp.claims_figures(*claims, args.out, str(args.a), str(args.b))  # one per study, A and B
+    md = cmp.to_markdown(c, a_rows, b_rows, str(args.a), str(args.b), claims=claims, figures=figures)
     print(md)
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "COMPARE.md").write_text(md + ("\n![B / A](compare.png)\n" if c.paired else ""))
         cmp.plot(c, args.out / "compare.png", str(args.a), str(args.b))
         print("written:", args.out / "COMPARE.md")
@@ -362,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return cmds[args.cmd](args)
-    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError, NoGPU) as e:
+    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError, NoGPU, NotWritable) as e:
         print(f"perflab {args.cmd}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a notebook's execution (those are recorded where they stop)

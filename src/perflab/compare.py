@@ -3,27 +3,54 @@
 Rows pair when study, kind, metric, benchmark label, case, implementation and parameters (all but
 `out_dir`) are equal. Timings compare medians; values compare values. The ratio is B / A: for a time,
 below 1 means B is faster. Rows without a partner are listed, never dropped silently.
+
+Each study's claims are shown side by side too: A's and B's verdicts (with their reasons) and judged intervals, per
+claim, from each side's latest execution that judged claims; with `--out`, one figure per study draws both sides'
+intervals against the thresholds (`perflab.claims.claims_figure`), linked in COMPARE.md.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from .formatting import fmt_seconds, sig
-from .results import latest, read_rows
+from .results import executions, latest, latest_judged, read_rows
 
 IGNORED_PARAMS = ("out_dir",)
+
+
+def load_rows(path: str | Path) -> list[dict]:
+    """Every row of a run folder (its results.jsonl) or of a results file."""
+    p = Path(path)
+    f = p / "results.jsonl" if p.is_dir() else p
+    if not f.is_file():
+        raise FileNotFoundError(f"no results at {f} (expected a run folder holding results.jsonl, or the file)")
+    return read_rows(f)
 
 
 def load(path: str | Path) -> list[dict]:
     """Rows of a run folder (its results.jsonl) or of a results file: each study's latest execution, as
     `perflab report` shows it (an earlier execution's rows never pair with a later one's)."""
-    p = Path(path)
-    f = p / "results.jsonl" if p.is_dir() else p
-    if not f.is_file():
-        raise FileNotFoundError(f"no results at {f} (expected a run folder holding results.jsonl, or the file)")
-    return latest(read_rows(f))[0]
+    return latest(load_rows(path))[0]
+
+
+class ClaimSet(NamedTuple):
+    """One side's claims of one study: the execution that judged them, and whether a later one judged none."""
+    run_id: str | None
+    rows: list[dict]
+    earlier: bool
+
+
+def load_claims(path: str | Path) -> dict[str, ClaimSet]:
+    """{study (and sweep point): its claims}, from each study's latest execution that judged claims (an execution
+    that failed before its claims cell does not hide the verdicts before it: `earlier` says so)."""
+    rows = load_rows(path)
+    last = {key[:2]: key[2] for key in executions(rows)}
+    return {study + (f" ({point})" if point else ""): ClaimSet(rid, [r for r in rs if r["kind"] == "claim"],
+                                                              rid != last[(study, point)])
+            for (study, point), (rid, rs) in latest_judged(rows).items()}
 
 
 def _key(r: dict) -> tuple:
@@ -77,9 +104,14 @@ def _range(ra: dict, rb: dict) -> str:
 
 
 def _side(rows: list[dict]) -> str:
-    envs = {(r["env"].get("device_name"), r["env"].get("torch"), (r["env"].get("commit") or "-")[:10])
-            for r in rows if r.get("env")}
-    return "; ".join(f"{d}, torch {t}, commit {c}" for d, t, c in sorted(envs, key=str)) or "no environment"
+    """What is known of where one side ran (device, torch, commit): the notebooks' rows (the runner's status rows
+    know no device), what none of them recorded left out."""
+    stamped = [r for r in rows if r.get("env")]
+    stamped = [r for r in stamped if r["kind"] != "run"] or stamped
+    envs = {(r["env"].get("device_name"), r["env"].get("torch"), str(r["env"].get("commit") or "")[:10])
+            for r in stamped}
+    shown = [", ".join(x for x in (d, t and f"torch {t}", c and f"commit {c}") if x) for d, t, c in envs]
+    return "; ".join(sorted(x for x in shown if x)) or "no environment recorded"
 
 
 def _case(k: tuple) -> str:
@@ -100,7 +132,74 @@ def _split_params(keys: list[tuple]) -> tuple[dict, list[str]]:
     return common, [n for n in names if n not in common]
 
 
-def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: str, b_name: str) -> str:
+def _keyed(a: dict[str, ClaimSet], b: dict[str, ClaimSet]) -> tuple[dict, dict]:
+    """A and B with every claim row keyed: a row logged without a key (before `perflab.claims`) takes the key of a
+    row with the same claim text on either side, else its text, so the two sides' rows of one claim pair up."""
+    by_text = {r["claim"]: r["key"] for sets in (a, b) for cs in sets.values() for r in cs.rows if r.get("key")}
+
+    def keyed(sets):
+        return {s: cs._replace(rows=[{**r, "key": r.get("key") or by_text.get(r["claim"]) or r["claim"]}
+                                     for r in cs.rows]) for s, cs in sets.items()}
+    return keyed(a), keyed(b)
+
+
+def _claim_cell(r: dict | None) -> str:
+    from .report import claim_row, judged_cell, verdict_cell
+
+    if r is None:
+        return "-"
+    r = claim_row(r)
+    judged = judged_cell(r)
+    return verdict_cell(r) + (f": {judged}" if judged else "")
+
+
+def _run_note(side: str, cs: ClaimSet | None) -> str:
+    if cs is None:
+        return f"{side}: no claims judged"
+    return f"{side}: run {cs.run_id or '-'}" + (" (an earlier execution: the latest judged no claims)"
+                                                 if cs.earlier else "")
+
+
+def claims_markdown(a: dict[str, ClaimSet], b: dict[str, ClaimSet], figures: dict[str, str] | None = None) -> list[str]:
+    """Per study, each claim's verdict and judged interval in A and in B; `figures`: {study: file} to link."""
+    lines: list[str] = []
+    a, b = _keyed(a, b)
+    for study in sorted(set(a) | set(b)):
+        ra = {r["key"]: r for r in (a[study].rows if study in a else [])}
+        rb = {r["key"]: r for r in (b[study].rows if study in b else [])}
+        lines += [f"## {study}: claims", "", f"{_run_note('A', a.get(study))}; {_run_note('B', b.get(study))}", "",
+                  "| claim | claimed | A | B |", "|---|---|---|---|"]
+        for k in dict.fromkeys([*ra, *rb]):
+            r = ra.get(k) or rb[k]
+            cells = [r["claim"], r.get("claimed", r.get("seed", "")), _claim_cell(ra.get(k)), _claim_cell(rb.get(k))]
+            lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+        if figures and study in figures:
+            lines += ["", f"![claims of {study}: A and B]({figures[study]})"]
+        lines.append("")
+    return lines
+
+
+def claims_figures(a: dict[str, ClaimSet], b: dict[str, ClaimSet], out: Path, a_name: str, b_name: str) -> dict:
+    """One figure per study, A's and B's claim intervals side by side, as `out/claims-<study>.png`: {study: file
+    name} of those drawn (a study whose rows carry no interval, logged before `perflab.claims`, has none)."""
+    from .report import claims_png, figure_name
+
+    def clip(name: str) -> str:
+        return name if len(name) <= 40 else "..." + name[-37:]
+
+    drawn = {}
+    a, b = _keyed(a, b)
+    for study in sorted(set(a) | set(b)):
+        runs = {side: sets[study].rows for side, sets in (("A", a), ("B", b)) if study in sets}
+        name = figure_name(study)
+        if claims_png(out / name, runs, f"{study}: A = {clip(a_name)}, B = {clip(b_name)}"):
+            drawn[study] = name
+    return drawn
+
+
+def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: str, b_name: str, *,
+                claims: tuple[dict, dict] | None = None, figures: dict[str, str] | None = None) -> str:
+    """The comparison as Markdown; `claims`: (A's, B's) `load_claims`, shown per study; `figures`: their files."""
     lines = [f"# perflab compare: A = `{a_name}`, B = `{b_name}`", "",
              f"- A: {_side(a_rows)}", f"- B: {_side(b_rows)}",
              f"- {len(c.paired)} paired rows; {len(c.only_a)} only in A; {len(c.only_b)} only in B"
@@ -121,6 +220,8 @@ def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: s
             lines.append(f"| {_case(k)} | " + "".join(f"{params.get(n, '')} | " for n in varying)
                          + f"{_show(ra)} | {_show(rb)} | {ratio} | {_range(ra, rb)} |")
         lines.append("")
+    if claims:
+        lines += claims_markdown(*claims, figures)
     for title, rows in (("Only in A (no partner in B)", c.only_a), ("Only in B (no partner in A)", c.only_b)):
         if rows:
             lines += [f"## {title}", ""] + [f"- {r.get('study')}: {_case(_key(r))} = {_show(r)}" for r in rows] + [""]

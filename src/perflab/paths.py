@@ -50,6 +50,24 @@ def params_dir(nb_dir: str | os.PathLike | None = None) -> Path:
     return repo_root() / "params"
 
 
+class NotWritable(Exception):
+    """A folder perflab must write into cannot be written: the message names it (the CLI prints it as one line)."""
+
+
+def check_writable(path: str | os.PathLike, what: str, hint: str = "") -> Path:
+    """`path` resolved, if perflab can write there: the folder itself, or (not made yet) the nearest existing folder
+    above it, must be a writable folder. Else `NotWritable` naming that folder and `what` was to go there. Nothing
+    is created: a command checks its folders this way before anything runs."""
+    p = Path(path).expanduser().resolve()
+    have = next(d for d in (p, *p.parents) if d.exists())
+    where = f"{what} go there" if have == p else f"{what} go to {p}, inside it"
+    if not have.is_dir():
+        raise NotWritable(f"{have} is not a folder: {where}{hint}")
+    if not os.access(have, os.W_OK | os.X_OK):
+        raise NotWritable(f"{have} is not writable: {where}{hint}")
+    return p
+
+
 def run_dir(out_dir: str | os.PathLike = "", study: str | None = None) -> Path:
     """The folder a run writes results, plots and profiles into, created if missing.
 

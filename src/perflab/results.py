@@ -217,6 +217,17 @@ def latest(rows: list[dict]) -> tuple[list[dict], int]:
     return [r for r in rows if id(r) in kept], len(execs) - len(last)
 
 
+def latest_judged(rows: list[dict]) -> dict[tuple, tuple[str | None, list[dict]]]:
+    """Each (study, sweep point)'s latest execution that judged claims (wrote claim rows):
+    {(study, point): (run id, its rows)}. A later execution that judged none (one that failed before its claims
+    cell) is shown beside it, so verdicts already computed stay in view."""
+    out = {}
+    for (study, point, rid), rs in executions(rows).items():  # in the order they started: a later one wins
+        if any(r["kind"] == "claim" for r in rs):
+            out[(study, point)] = (rid, rs)
+    return out
+
+
 def to_table(rows: list[dict]):
     import pandas as pd
 
