@@ -121,3 +121,18 @@ def test_the_figure_draws_one_line_per_claim_and_runs_side_by_side(tmp_path):
     fig.savefig(tmp_path / "c.png")
     fig2 = claims_figure({"A": rows, "B": rows})
     assert {t.get_text() for t in fig2.axes[0].get_legend().get_texts()} >= {"A holds", "B holds"}
+
+
+def test_the_figure_reads_rows_as_the_log_holds_them():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logged = [{"key": "a", "claim": "a", "verdict": "holds", "value": 3.0, "low": 2.5, "high": "inf", "at_least": 2.0,
+               "rule": ">= 2"},
+              {"key": "b", "claim": "b", "verdict": "holds"},                       # a row from before the kit
+              {"key": "c", "claim": "c", "verdict": "not tested here", "why": "measured on cpu", "value": 1.0,
+               "low": 0.5, "high": 1.5, "at_least": 5.0}]
+    fig = claims_figure(logged)
+    notes = [t.get_text() for t in fig.axes[0].texts]
+    assert notes == ["holds (no interval logged)", "not tested here (measured on cpu)"]
+    assert judged_text(logged[0]) == "3 [2.5, inf] against >= 2" and judged_text(logged[1]) == ""

@@ -229,11 +229,12 @@ def _num(x: float) -> str:
 
 def judged_text(row: Mapping) -> str:
     """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval, 12 rounds, 0.31 s)'."""
-    if "value" not in row:
+    if any(_number(row.get(k)) is None for k in ("value", "low", "high")) or "rule" not in row:
         return ""
+    row = {**row, **{k: _number(row[k]) for k in ("value", "low", "high")}}
     span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
     how = (f" ({row['confidence']:.0%} interval, {row['rounds']} rounds, {row['seconds']:.2f} s)"
-           if "rounds" in row else "")
+           if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")
     return f"{_num(row['value'])}{span} against {row['rule']}{how}"
 
 
@@ -300,10 +301,24 @@ def _position(row: Mapping, x: float) -> float:
     return sign * (x - t) / (abs(t) if t else 1.0)
 
 
+def _number(x) -> float | None:
+    """A bound as logged: a float, or a string the log wrote for a non-finite one ('inf'); None when absent."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    try:
+        return float(x) if isinstance(x, str) else None
+    except ValueError:
+        return None
+
+
 def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = ""):
     """Each claim's measured interval against its threshold, coloured by verdict: one line per claim, the threshold at
-    0, the claim's side to the right (x: distance from the threshold as a fraction of it, symlog). `runs`: rows (one
-    run), or {label: rows} to draw several runs' intervals of the same claims side by side. -> matplotlib Figure."""
+    0, the claim's side to the right (x: distance from the threshold as a fraction of it, symlog; a `partly`
+    threshold as a tick; an unbounded end as an arrow). A claim not tested here, or without numbers, is a note with
+    its reason. `runs`: rows (one run), or {label: rows} to draw several runs' intervals of the same claims side by
+    side (rows as `Claims.judge` makes them or as the results log holds them). -> matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     if not isinstance(runs, Mapping):
@@ -312,38 +327,46 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
     text = {r.get("key") or r["claim"]: r["claim"] for rows in runs.values() for r in rows}
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.42 * len(keys) * max(1, len(runs) ** 0.5)))
     step = 0.6 / max(1, len(runs))
-    markers = "os^Dv"
+    markers, clip = "os^Dv", 1e3
+    lim, arrows = 1.0, []
     for j, (label, rows) in enumerate(runs.items()):
         for r in rows:
             y = keys.index(r.get("key") or r["claim"]) + (j - (len(runs) - 1) / 2) * step
             color = COLORS.get(r["verdict"], "black")
-            if "value" not in r or (r.get("at_least") is None and r.get("at_most") is None):
-                ax.annotate(verdict_text(r), (0, y), xytext=(4, 0), textcoords="offset points", va="center",
-                            fontsize=7, color="#616161")
+            nums = {k: _number(r.get(k)) for k in ("value", "low", "high", "at_least", "at_most", "partly")}
+            thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
+            if r["verdict"] == "not tested here" or thr is None or None in (nums["value"], nums["low"], nums["high"]):
+                note = verdict_text(r) if r["verdict"] == "not tested here" else f"{r['verdict']} (no interval logged)"
+                ax.annotate(f"{label}: {note}" if label else note, (0, y), xytext=(4, 0), textcoords="offset points",
+                            va="center", fontsize=7, color="#616161")
                 continue
-            lo, hi = sorted((_position(r, r["low"]), _position(r, r["high"])))
-            v = _position(r, r["value"])
-            clip = 1e3
+            row = {"at_least": nums["at_least"], "at_most": nums["at_most"]}
+            lo, hi = sorted((_position(row, nums["low"]), _position(row, nums["high"])))
+            v = _position(row, nums["value"])
             ax.plot([max(lo, -clip), min(hi, clip)], [y, y], color=color, lw=3, solid_capstyle="butt")
+            arrows += [(end, y, color) for end in (lo, hi) if not math.isfinite(end)]  # unbounded: drawn at the edge
             ax.plot([v], [y], markers[j % len(markers)], color=color, mec="black", mew=0.5, ms=6,
                     label=f"{label} {r['verdict']}".strip())
+            if nums["partly"] is not None:
+                ax.plot([_position(row, nums["partly"])], [y], "|", color="#f9a825", ms=12, mew=2)
+            lim = max([lim] + [abs(x) for x in (lo, hi, v) if math.isfinite(x)])
     ax.axvline(0, color="black", lw=1)
-    ax.axvspan(0, 1e3, color="#e8f5e9", zorder=0)
+    ax.axvspan(0, clip, color="#e8f5e9", zorder=0)
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_yticks(range(len(keys)))
     ax.set_yticklabels([_wrap(text[k]) for k in keys], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("(measured - threshold) / |threshold|: the claim's side to the right")
+    ax.set_xlabel("(measured - threshold) / |threshold|: the claim's side to the right (| partly threshold)")
     handles, labels = ax.get_legend_handles_labels()
     seen = dict(zip(labels, handles))
     if seen:
         ax.legend(seen.values(), seen.keys(), fontsize=7, loc="best")
     if title:
         ax.set_title(title)
-    lim = max([1.0] + [abs(_position(r, r[k])) for rows in runs.values() for r in rows if "value" in r
-                       and (r.get("at_least") is not None or r.get("at_most") is not None)
-                       for k in ("low", "high") if math.isfinite(r[k])])
-    ax.set_xlim(-min(lim * 1.5, 1e3), min(lim * 1.5, 1e3))
+    edge = min(lim * 1.5, clip)
+    ax.set_xlim(-edge, edge)
+    for end, y, color in arrows:
+        ax.plot([math.copysign(edge, end)], [y], ">" if end > 0 else "<", color=color, ms=7, clip_on=False)
     fig.tight_layout()
     return fig
 
