@@ -8,7 +8,7 @@ once per cluster (`baseline.py`), and the same update without asking (`optimized
     reference.py  the oracle: the simplest correct version, in float64
     baseline.py   the slow pattern, as it is usually first written
     optimized.py  the fast version, with the baseline's signature
-    checks.py     the notebook's correctness checks: baseline and optimized against the oracle, fresh inputs
-    study.py      the notebook's measurements: host syncs counted, timings declared as data
-    claims.py     the claims as data, beside the rule that gives each its verdict
+    checks.py     the correctness checks: every version against the oracle, fresh inputs (`checks.correctness`)
+    study.py      what the notebook calls, by role: inputs, counts, benchmark, plot, evidence (and IMPLS)
+    claims.py     the claims as data (`perflab.claims`), checked when imported
 """

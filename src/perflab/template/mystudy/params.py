@@ -1,5 +1,5 @@
-"""The parameters of mystudy.ipynb: the same names, types and defaults as its parameters cell (a test checks that
-they agree). The notebook's setup cell and `perflab run -p k=64` both validate against this class."""
+"""The parameters of mystudy.ipynb: the same names, types and defaults as its parameters cell (a test checks
+that they agree). The notebook's setup cell and `perflab run -p k=64` both validate against this class."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,8 @@ from perflab.params import RunParams, require
 
 @dataclasses.dataclass
 class Params(RunParams):
-    """mystudy.ipynb (device, out_dir, seed, threads, min_run_time and max_run_time come from RunParams)"""
+    """mystudy.ipynb's parameters (device, out_dir, seed, threads, min_run_time, max_run_time and verdict_time
+    come from RunParams)"""
     n: int = 4096                 # points
     dim: int = 16                 # coordinates per point
     k: int = 32                   # clusters; the baseline waits for the device once per cluster per iteration

@@ -1,39 +1,116 @@
-"""The notebook's measurements: host syncs per iteration, counted, and the time of one call of each version as the
-number of clusters grows, declared as data (cluster counts x versions) and measured side by side."""
+"""The study, by role: what the notebook calls, in its order. The notebook's code names none of the worked example
+(no k-means, no cluster count): making the study yours changes what these functions do, not the notebook's code.
+
+    data = study.inputs(run)                    the benchmark's inputs, seeded
+    checks.correctness(run, data)               the correctness checks (checks.py), before anything is timed
+    counts = study.counts(run, data)            what is counted: the same on every device, so nbval checks it
+    times = study.benchmark(run)                the timings, declared as data (sizes x versions): table and plot
+    fig = study.plot(run, times)                the benchmark's plot
+    found = study.evidence(run, data, counts)   each claim's measurement, keyed by claim, for CLAIMS.judge
+
+Each takes the run (`run.cfg`: the parameters, `run.device`, `run.log`: the results log); those that measure log
+what they measured and print it. IMPLS names the versions: the one place that does."""
 from __future__ import annotations
 
+import math
+
+import matplotlib.pyplot as plt
 import torch
-from perflab.bench import Measurement, measure_interleaved
+from perflab.bench import Measurement, compare, measure_interleaved, summary
+from perflab.env import device_kind
 from perflab.syncs import count_host_syncs
+from perflab.verdicts import Measured, decide_speedup
 
 from . import baseline, optimized
+from .claims import CLAIMS
 from .data import blobs
 
-IMPLS = {"baseline": baseline.kmeans, "optimized": optimized.kmeans}
+IMPLS = {"baseline": baseline.kmeans, "optimized": optimized.kmeans}  # the versions, by name, baseline first
+# looked up at import, so a claim key misspelt here or in claims.py stops the notebook's first cell, not its last
+SYNCS, SPEED = CLAIMS["syncs"], CLAIMS["speed"]
 
 
-def syncs_per_iteration(points: torch.Tensor, start: torch.Tensor, iters: int) -> dict[str, dict]:
-    """Each version's host syncs over one call of `iters` iterations (tol 0: every iteration runs), per iteration
-    and by the call that made them. -> {version: {"per_iteration": float, "by_op": {op: count}}}"""
-    out = {}
+def inputs(run) -> tuple[torch.Tensor, torch.Tensor]:
+    """The benchmark's data at the run's sizes: points [n, dim] and starting centroids [k, dim]."""
+    cfg = run.cfg
+    return blobs(cfg.n, cfg.dim, cfg.k, seed=cfg.seed, device=run.device)
+
+
+def _call(impl, data, iters: int):
+    """One timed call: `iters` iterations with tol 0, so that every version does the same work."""
+    points, start = data
+    return lambda: impl(points, start, iters, tol=0.0)
+
+
+def counts(run, data) -> dict[str, dict]:
+    """Each version's host syncs over one call (`perflab.syncs.count_host_syncs`), per iteration and by the op that
+    made them; logged and printed. -> {version: {"per_iteration": float, "by_op": {op: count}}}"""
+    cfg, out = run.cfg, {}
     for name, impl in IMPLS.items():
-        with count_host_syncs(points.device) as c:
-            impl(points, start, iters, tol=0.0)
-        out[name] = {"per_iteration": c.total / iters, "by_op": dict(c.by_op)}
+        with count_host_syncs(run.device) as c:
+            _call(impl, data, cfg.iters)()
+        out[name] = {"per_iteration": c.total / cfg.iters, "by_op": dict(c.by_op)}
+        run.log.value("host syncs per iteration", out[name]["per_iteration"], impl=name, k=cfg.k)
+        print(f"{name:9s} {out[name]['per_iteration']:g} host syncs per iteration at k={cfg.k} "
+              f"({out[name]['by_op']} over {cfg.iters} iterations)")
     return out
 
 
-def time_calls(cfg, device: torch.device) -> dict[tuple[str, int], Measurement]:
-    """Both versions at every cluster count of `cfg.sweep_k` and `cfg.k`: one call of `cfg.iters` iterations (tol 0,
-    so both do the same work), in two interleaved rounds so that a drift of the machine hits both alike.
-    -> {(version, k): Measurement of one call}"""
+def benchmark(run) -> dict[tuple[str, int], Measurement]:
+    """One call of each version at every cluster count of `sweep_k` and `k` (sizes x versions), in two interleaved
+    rounds so that a drift of the machine hits both alike (`perflab.bench.measure_interleaved`); logged, and printed
+    as a table. -> {(version, k): Measurement of one call}"""
+    cfg, device = run.cfg, run.device
     times = {}
     for k in sorted({*cfg.sweep_k, cfg.k}):
-        points, start = blobs(cfg.n, cfg.dim, k, seed=cfg.seed, device=device)
-        fns = {(name, k): (lambda f=impl, x=points, c=start: f(x, c, cfg.iters, tol=0.0))
-               for name, impl in IMPLS.items()}
+        data = blobs(cfg.n, cfg.dim, k, seed=cfg.seed, device=device)
+        fns = {(name, k): _call(impl, data, cfg.iters) for name, impl in IMPLS.items()}
         times.update(measure_interleaved(fns, label="k-means, one call", rounds=2, device=device,
                                          sub_labels={key: f"k={k}" for key in fns},
                                          descriptions={key: key[0] for key in fns},
                                          min_run_time=cfg.min_run_time, max_run_time=cfg.max_run_time))
+    for (name, k), m in times.items():
+        run.log.measurement(m, metric="time per call", impl=name, k=k)
+    compare(times.values(), title=f"one call of {cfg.iters} iterations, {cfg.n} points, on {device_kind(device)}"
+            ).print()
     return times
+
+
+def plot(run, times: dict[tuple[str, int], Measurement]):
+    """Time per call against the cluster count, one line per version (median, p20-p80). -> matplotlib Figure"""
+    cfg = run.cfg
+    ks = sorted({k for _, k in times})
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in IMPLS:
+        s = [summary(times[name, k]) for k in ks]
+        ax.errorbar(ks, [1e3 * x["median_s"] for x in s], marker="o", label=name, capsize=3,
+                    yerr=[[1e3 * (x["median_s"] - x["p20_s"]) for x in s],
+                          [1e3 * (x["p80_s"] - x["median_s"]) for x in s]])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("clusters k")
+    ax.set_ylabel(f"ms per call of {cfg.iters} iterations (median, p20-p80)")
+    ax.set_title(f"k-means on {device_kind(run.device)}: {cfg.n} points, {cfg.dim} dimensions")
+    ax.legend()
+    return fig
+
+
+def evidence(run, data, counts: dict[str, dict]) -> dict[str, tuple]:
+    """Each claim's measurement and the sentence that says what it is, keyed by claim (what `CLAIMS.judge` takes):
+    the host syncs counted (exact); the speedup decided in paired rounds (`perflab.verdicts.decide_speedup`, at most
+    `verdict_time` seconds), and only where this run is the setup the claim is about (else None: not tested here)."""
+    cfg, device = run.cfg, run.device
+    b, o = counts["baseline"]["per_iteration"], counts["optimized"]["per_iteration"]
+    fewer = b / o if o else math.inf
+    found = {SYNCS.key: (Measured.exact(fewer),
+                         f"{b:g} -> {o:g} host syncs per iteration at k={cfg.k}: {fewer:.3g}x fewer")}
+    off = SPEED.off_setup(cfg, device.type)
+    if off:  # no time spent on a verdict about another setup: the benchmark above still shows this one
+        about = ", ".join(f"{k}={v}" for k, v in SPEED.setup)
+        found[SPEED.key] = (None, f"not timed: the claim is about {about}")
+        return found
+    base, opt = (_call(IMPLS[name], data, cfg.iters) for name in ("baseline", "optimized"))
+    d = decide_speedup(base, opt, **SPEED.rule, max_run_time=cfg.verdict_time, device=device)
+    found[SPEED.key] = (d, f"{d.value:.2f}x per call of {cfg.iters} iterations at k={cfg.k}, n={cfg.n} on "
+                           f"{device_kind(device)}")
+    return found

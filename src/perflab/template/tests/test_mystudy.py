@@ -1,29 +1,38 @@
-"""mystudy's tests: both versions against the float64 oracle on fresh inputs, host syncs counted, bad parameters
-refused, the notebook's parameters cell and the GPU preset against Params. Speed is the notebook's to show: it is
-never asserted here."""
+"""mystudy's tests: each version against the float64 oracle on fresh inputs, host syncs counted, bad
+parameters refused, the notebook's parameters cell and the GPU preset against Params, and the claims: they import (a
+claim mistake fails here, not at the notebook's last cell), and `CLAIMS.judge` takes exactly what the study measures.
+Speed is the notebook's to show: no timing and no timed verdict is asserted here."""
+import ast
+import json
 from pathlib import Path
 
 import pytest
 import torch
 from perflab.notebooks import schema_mismatches
 from perflab.params import ParameterError, load_preset, validate
+from perflab.run import setup
 from perflab.syncs import count_host_syncs
+from perflab.verdicts import VERDICTS
 
-from mystudy import baseline, optimized, reference
+from mystudy import checks, reference, study
+from mystudy.claims import CLAIMS
 from mystudy.data import blobs
 from mystudy.params import Params
 
 HERE = Path(__file__).resolve().parents[1]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-IMPLS = [baseline.kmeans, optimized.kmeans]
+IMPLS = study.IMPLS
+# a run small enough for a test: tiny sizes, a few milliseconds of timing, 50 ms for the timed claim's verdict
+TINY = {"device": "cpu", "n": 64, "dim": 2, "iters": 2, "sweep_k": [2], "min_run_time": 0.01, "max_run_time": 0.02,
+        "verdict_time": 0.05}
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("impl", IMPLS, ids=["baseline", "optimized"])
+@pytest.mark.parametrize("name", IMPLS)
 @pytest.mark.parametrize("n, dim, k", [(1, 1, 1), (50, 3, 4), (300, 8, 40), (5, 2, 8)])
-def test_equals_the_oracle_on_fresh_inputs(impl, n, dim, k, device):
+def test_equals_the_oracle_on_fresh_inputs(name, n, dim, k, device):
     points, start = blobs(n, dim, k, seed=100 * n + k, device=device)
-    c, assign = impl(points, start, 4, tol=0.0)
+    c, assign = IMPLS[name](points, start, 4, tol=0.0)
     ref_c, ref_assign = reference.kmeans(points, start, 4)
     assert torch.equal(assign.cpu(), ref_assign)
     # float32 means of at most 300 points against float64 ones: rounding ~sqrt(300) * 6e-8 of the data's scale
@@ -31,19 +40,19 @@ def test_equals_the_oracle_on_fresh_inputs(impl, n, dim, k, device):
     torch.testing.assert_close(c.double().cpu(), ref_c, rtol=0, atol=1e-5 * scale)
 
 
-@pytest.mark.parametrize("impl", IMPLS, ids=["baseline", "optimized"])
-def test_a_cluster_no_point_picks_keeps_its_centroid(impl):
+@pytest.mark.parametrize("name", IMPLS)
+def test_a_cluster_no_point_picks_keeps_its_centroid(name):
     points, start = blobs(30, 2, 2, seed=1)
     start = torch.cat([start, torch.tensor([[1e3, 1e3]])])
-    c, assign = impl(points, start, 3, tol=0.0)
+    c, assign = IMPLS[name](points, start, 3, tol=0.0)
     assert torch.equal(c[2], start[2]) and not (assign == 2).any()
 
 
-@pytest.mark.parametrize("impl", IMPLS, ids=["baseline", "optimized"])
-def test_stops_once_the_centroids_settle(impl):
+@pytest.mark.parametrize("name", IMPLS)
+def test_stops_once_the_centroids_settle(name):
     points, start = blobs(200, 4, 5, seed=2)
     with count_host_syncs(points.device) as syncs:
-        c, _ = impl(points, start, 50, tol=1e-4)
+        c, _ = IMPLS[name](points, start, 50, tol=1e-4)
     assert syncs.by_op["item"] < 50  # one convergence read per iteration run: it stopped early
     torch.testing.assert_close(c.double(), reference.kmeans(points, start, 50)[0], rtol=0, atol=1e-4)
 
@@ -51,9 +60,9 @@ def test_stops_once_the_centroids_settle(impl):
 @pytest.mark.parametrize("device", DEVICES)
 def test_host_syncs_per_iteration(device):
     points, start = blobs(200, 4, 6, seed=3, device=device)
-    for impl, per_iteration in ((baseline.kmeans, 6 + 1), (optimized.kmeans, 1)):
+    for name, per_iteration in (("baseline", 6 + 1), ("optimized", 1)):
         with count_host_syncs(device) as syncs:
-            impl(points, start, 3, tol=0.0)
+            IMPLS[name](points, start, 3, tol=0.0)
         assert syncs.total == 3 * per_iteration, syncs.by_op
 
 
@@ -72,3 +81,59 @@ def test_the_notebook_parameters_cell_agrees_with_params():
 def test_the_gpu_preset_is_valid():
     cfg = validate(load_preset(HERE / "params" / "gpu" / "mystudy.yaml"), Params)
     assert cfg.device == "cuda"
+
+
+def test_a_wrong_version_fails_its_check_with_what_was_measured(monkeypatch):
+    def shifted(points, centroids, iters, tol=1e-4):  # right assignments, centroids 1e-3 of the scale off
+        c, assign = IMPLS["baseline"](points, centroids, iters, tol)
+        return c + 1e-3 * max(points.abs().max().item(), 1.0), assign
+
+    monkeypatch.setitem(IMPLS, "optimized", shifted)
+    [good, bad] = checks.oracle_checks(seed=0, device="cpu")
+    assert good.passed and not bad.passed
+    assert "largest centroid error 1.00e-03 of the scale (allowed 1e-05)" in bad.detail, bad.detail
+
+
+# ---- the claims ---------------------------------------------------------------------------------------------------
+
+def _run(tmp_path, **params):
+    """A run as the notebook's setup cell opens it, at TINY sizes, writing into `tmp_path`."""
+    return setup("mystudy", {**TINY, **params, "out_dir": str(tmp_path)}, Params)
+
+
+def test_the_correctness_checks_pass(tmp_path):
+    run = _run(tmp_path, k=4)
+    failed = [c for c in checks.correctness(run, study.inputs(run)) if not c.passed]
+    assert failed == []
+
+
+def test_the_claims_judge_exactly_what_the_study_measures(tmp_path):
+    """The notebook's path at tiny sizes: inputs -> counts -> evidence -> CLAIMS.judge, at the setup of every claim
+    (k=32): every claim gets a verdict, none is 'not tested here'. A claim without evidence, or evidence for no claim,
+    fails here (ClaimError), not after the notebook's benchmark."""
+    run = _run(tmp_path, k=32)
+    data = study.inputs(run)
+    found = study.evidence(run, data, study.counts(run, data))
+    rows = CLAIMS.judge(found, cfg=run.cfg, device=run.device)
+    verdicts = {r["key"]: r["verdict"] for r in rows}
+    assert verdicts["syncs"] == "holds"  # a count: 33 -> 1 per iteration at k=32, exact
+    assert verdicts["speed"] in VERDICTS and verdicts["speed"] != "not tested here"  # timed: shown, not asserted
+    CLAIMS.log(run, rows)  # the headline claim is among the rows
+
+
+def test_a_claim_about_k_32_is_not_tested_at_k_128(tmp_path):
+    """`perflab run -p k=128`: the speed claim is about k=32, so it is not timed and reads what was run instead."""
+    run = _run(tmp_path, n=256, k=128)
+    data = study.inputs(run)
+    found = study.evidence(run, data, study.counts(run, data))
+    assert found["speed"][0] is None
+    row = next(r for r in CLAIMS.judge(found, cfg=run.cfg, device=run.device) if r["key"] == "speed")
+    assert (row["verdict"], row["why"]) == ("not tested here", "measured at k=128")
+
+
+def test_the_notebook_imports_the_claims_in_its_first_code_cell():
+    """So that a claim mistake stops the notebook before anything is timed."""
+    nb = json.loads((HERE / "mystudy.ipynb").read_text())
+    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    imported = [node.module for node in ast.parse(first).body if isinstance(node, ast.ImportFrom)]
+    assert "mystudy.claims" in imported
