@@ -6,7 +6,9 @@ everything else is written for any device, and each branch below names a test th
 on a GPU host: `pytest -m gpu tests`), or, where the branch only formats what a GPU run measured, a CPU test that
 feeds it a GPU run's evidence. `test_the_list_is_complete` scans the source for CUDA-only constructs (a
 comparison with "cuda" or a tuple holding it, `torch.cuda.*`, `torch.version.cuda`, `torch.backends.cuda`, `.is_cuda`,
-`ProfilerActivity.CUDA` / `DeviceType.CUDA`, a `torch.accelerator.*` call other than `is_available`) and fails on a
+`ProfilerActivity.CUDA` / `DeviceType.CUDA`, a `torch.accelerator.*` call other than `is_available`, and a branch on CUDA
+graphs: an `if`/`while`/conditional expression on `.cudagraphs` or `uses_cudagraphs(...)`, whose CUDA side a CPU runs
+only under `check_lifetimes()`, blind to part of it) and fails on a
 function that has one and is not listed, or a listed one that no longer has one: add the branch here with its test,
 or write it for any device.
 
@@ -55,6 +57,17 @@ CUDA_BRANCHES = {
     "vae/captured.py::CapturedStep.__init__": V + "test_cuda_one_replay_per_step_same_math_no_sync",
     "vae/captured.py::CapturedStep.__call__": V + "test_cuda_one_replay_per_step_same_math_no_sync",
     "vae/captured.py::CapturedStep._record": P + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
+    # branches on CUDA graphs (`.cudagraphs`, `uses_cudagraphs`): on a CPU only under check_lifetimes(), which is
+    # blind to part of what they do (perflab.cudagraphs); GPU tests compare their values with eager
+    "prover/step.py::GreedyStep.compiled": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/step.py::GreedyStep.buffers": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/step.py::GreedyStep.__call__": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/rollout.py::_call": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/links/search.py::BeamSearch._chunk": P + "test_cuda_03_search_under_cuda_graphs",
+    "probe1d/optimized.py::OptimizedSolver._graph_call": P + "test_cuda_probe1d_fit_under_cuda_graphs_equals_eager",
+    "probe1d/optimized.py::OptimizedSolver._lm": P + "test_cuda_probe1d_fit_under_cuda_graphs_equals_eager",
+    "latentwire/optimized.py::OptimizedTrainer.__init__": P + "test_cuda_06_gradients_under_cuda_graphs_equal_eager",
+    "latentwire/optimized.py::OptimizedTrainer.step": P + "test_cuda_06_gradients_under_cuda_graphs_equal_eager",
     # the study `perflab new` writes: its tests take the GPU where there is one, its preset names it
     "template/tests/test_mystudy.py::<module>": "tests/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
     "template/tests/test_mystudy.py::test_the_gpu_preset_is_valid": "tests/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
@@ -69,7 +82,17 @@ def _is_cuda(x) -> bool:
         isinstance(x, (ast.Tuple, ast.List, ast.Set)) and any(_is_cuda(e) for e in x.elts))
 
 
+def _cudagraph_condition(test) -> bool:
+    """A condition on CUDA graphs: `x.cudagraphs` or a call of `uses_cudagraphs(...)` (true only on CUDA, and on
+    a CPU under `check_lifetimes()`, whose emulation does not see everything: `perflab.cudagraphs`' blind spots)."""
+    return any((isinstance(n, ast.Attribute) and n.attr == "cudagraphs")
+               or (isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] == "uses_cudagraphs")
+               for n in ast.walk(test))
+
+
 def _cuda_construct(node) -> bool:
+    if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _cudagraph_condition(node.test):
+        return True
     if isinstance(node, ast.Compare):
         return any(_is_cuda(x) for x in (node.left, *node.comparators))
     if isinstance(node, ast.Attribute):
@@ -141,5 +164,11 @@ def test_the_scan_finds_each_kind_of_construct(tmp_path):
         "def d():\n    return torch.accelerator.is_available() and torch.device('cpu').type != 'cpu'\n"
         "def e(t):\n    return t.is_cuda or torch.version.cuda\n"
         "def f(d):\n    return d in ('cuda', 'xpu')\n"
-        "def g(p):\n    return p.ProfilerActivity.CUDA\n")
-    assert cuda_sites(tmp_path) == {"m.py::a", "m.py::b", "m.py::C.c", "m.py::e", "m.py::f", "m.py::g"}
+        "def g(p):\n    return p.ProfilerActivity.CUDA\n"
+        "class H:\n    def h(self):\n        if self.cudagraphs:\n            pass\n"
+        "    def i(self, f):\n        return tracked(f) if self.step.cudagraphs else f\n"
+        "    def j(self):\n        self.cudagraphs = uses_cudagraphs('reduce-overhead', 'inductor', 'cpu')\n"
+        "def k(m, b, d):\n    while cudagraphs.uses_cudagraphs(m, b, d):\n        break\n")
+    # a branch on CUDA graphs is one; the assignment of uses_cudagraphs' answer (H.j) is not
+    assert cuda_sites(tmp_path) == {"m.py::a", "m.py::b", "m.py::C.c", "m.py::e", "m.py::f", "m.py::g", "m.py::H.h",
+                                    "m.py::H.i", "m.py::k"}

@@ -9,6 +9,7 @@ other `@pytest.mark.gpu` tests they cover every CUDA-only branch (`test_cuda_bra
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -134,7 +135,14 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
             for x, y in data[2:]:
                 tr(x, y)
         assert cc.compiles == 1 and cc.graphs == 1, cc.as_dict()
-        assert (c.graph_launches, c.kernel_launches, c.copy_calls) == (4, 8, 8), c.as_dict()
+        assert (c.graph_launches, c.copy_calls) == (4, 8), c.as_dict()
+        # the two RNG-state fills per replay: 8 kernel launches, unless CUDA 13's CUPTI reports a launch under two
+        # names that do not nest in time (gpu-review-2026-11-26 T9, N6): then up to 16, said in the test report,
+        # not a failure; more would be the step's own kernels outside the replay
+        assert 8 <= c.kernel_launches <= 16, c.as_dict()
+        if c.kernel_launches != 8:
+            warnings.warn(f"captured step: {c.kernel_launches} kernel launches for 4 replays (expected 8); "
+                          f"runtime calls seen: {c.as_dict()}", stacklevel=1)
         assert s.total == 0 and s.cuda_debug_warnings == 0
         # inductor's kernels and the traced Adam (float32 scalars): rounding, carried by Adam over 6 steps
         for p, q in zip(ref.model.parameters(), tr.model.parameters()):
@@ -171,6 +179,54 @@ def test_cuda_06_compiled_step_trains_like_eager():
     p = _latentwire_params(compile="default", backend="inductor")
     name, ok, detail = compiled_check(p, make_examples(p.n_examples, seed=0), CUDA)
     assert ok, detail
+
+
+def test_cuda_06_compiled_check_under_cuda_graphs():
+    # gpu-review-2026-11-26 T3: the step under reduce-overhead keeps the micro-batches' saved activations and the
+    # backward's gradients in the CUDA-graph pool of its generation; 5 steps: warm-up, recording, then replays, where
+    # a lifetime bug reads overwritten memory without an error (only the losses tell)
+    from perflab.latentwire import make_examples
+    from perflab.latentwire.checks import compiled_check
+
+    p = _latentwire_params(compile="reduce-overhead", backend="inductor")
+    name, ok, detail = compiled_check(p, make_examples(p.n_examples, seed=0), CUDA, steps=5)
+    assert ok, detail
+
+
+def _latentwire_grads(p, examples, compile: str, grad_accum: bool, steps: int) -> list[torch.Tensor]:
+    """Every gradient AccumulateGrad leaves in .grad over `steps` optimizer steps of the optimized trainer (clones)."""
+    from perflab.latentwire import build_model, make_trainer
+
+    model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=CUDA)
+    tr = make_trainer(model, examples, impl="optimized", device=CUDA, lr=1e-4, accum_steps=2, seed=p.seed,
+                      pretokenize=True, single_pass=True, batch_size=4, amp=False, grad_accum=grad_accum,
+                      no_step_sync=True, compile=compile, compile_backend="inductor")
+    assert tr.cudagraphs == (compile == "reduce-overhead")
+    grads = []
+    hooks = [q.register_post_accumulate_grad_hook(lambda q: grads.append(q.grad.detach().clone()))
+             for q in tr.core.trainable_parameters()]
+    for _ in range(steps):
+        tr.step()
+    for h in hooks:
+        h.remove()
+    tr.close()
+    return grads
+
+
+@pytest.mark.parametrize("grad_accum", [False, True])
+def test_cuda_06_gradients_under_cuda_graphs_equal_eager(grad_accum):
+    # T3's regression (a mark per micro-batch) raises in the first generations on a GPU and, once the path replays,
+    # silently reads the other micro-batch's activations: gradients compared with eager at every accumulation,
+    # over 5 steps (warm-up, recording, replays). fp32: inductor sums in another order, no more
+    from perflab.latentwire import make_examples
+
+    p = _latentwire_params()
+    examples = make_examples(p.n_examples, seed=0)
+    want = _latentwire_grads(p, examples, "off", grad_accum, steps=5)
+    got = _latentwire_grads(p, examples, "reduce-overhead", grad_accum, steps=5)
+    assert len(got) == len(want) > 0
+    for i, (g, w) in enumerate(zip(got, want)):
+        torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-5, msg=lambda m, i=i: f"gradient {i}: {m}")
 
 
 def test_cuda_06_a_variant_is_timed_with_events_and_swept():
@@ -238,6 +294,28 @@ def test_cuda_sizes_of_the_floors():
     assert flops > 1e13
     floor = measure_floor(10**6, 64, 8, device=CUDA, min_run_time=0.05, max_run_time=0.2)
     assert 0 < floor["low"] <= floor["high"]
+
+
+def test_cuda_probe1d_fit_under_cuda_graphs_equals_eager():
+    # probe1d/optimized.py's CUDA-graph branches (T3): the tile sums consumed in their generation, the LM state
+    # cloned out of the pool before the next iteration's graphs; one recording per shape (several chunks and a
+    # compaction: tests/test_cudagraph_lifetimes.py's fit), compared with the eager fit on CUDA (which
+    # test_cuda_probe1d_fit_equals_the_reference compares with the float64 reference)
+    from perflab.compiles import reset
+    from perflab.probe1d import Sparse1DProbe, make_activations
+
+    x, y = make_activations(300, 12, 5, l0=5, seed=4)
+    kw = dict(device="cuda", max_iter=30, accum_dtype="float64", chunk_pair_events=400)
+    eager = Sparse1DProbe("optimized", **kw).fit(x, y)
+    reset()
+    graphs = Sparse1DProbe("optimized", compile="reduce-overhead", backend="inductor", **kw)
+    assert graphs.solver.cudagraphs
+    got = graphs.fit(x, y)
+    assert got.counters_["work_rebuilds"] >= 1                  # compaction ran: the LM state carried over
+    for a, b in ((got.coef_, eager.coef_), (got.intercept_, eager.intercept_)):
+        torch.testing.assert_close(a.cpu(), b.cpu(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got.loss_matrix(x, y).cpu(), eager.loss_matrix(x, y).cpu(), rtol=1e-5, atol=1e-6)
+    reset()
 
 
 def test_cuda_probe1d_fit_equals_the_reference():
