@@ -91,10 +91,10 @@ class PairedTimer:
     either untouched or visibly spoiled, and the median over many rounds reads the untouched ones; a long block
     collects a varying number of interruptions and every round is noisy (measured: the 99.9% interval of a 1.5x
     speedup under two busy processes on 2 cores, 2 s of rounds: [1.491, 1.502] with 1 ms blocks, [1.267, 1.888] with
-    10 ms). The device is
-    synchronized before and after each block (`perflab.env.synchronize`, so queued GPU work is inside the block
-    that launched it). `clock` replaces `time.perf_counter` (tests drive a simulated one). `warmup` untimed calls of
-    each side come first (compiles, allocator growth, caches): compile time is never in a round."""
+    10 ms). The device is synchronized before and after each block (`perflab.env.synchronize`, so queued GPU work
+    is inside the block that launched it; `device` None: the default device). `clock` replaces `time.perf_counter`
+    (tests drive a simulated one). `warmup` untimed calls of each side come first (compiles, allocator growth,
+    caches): compile time is never in a round."""
 
     def __init__(self, a: Callable[[], object], b: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
                  device: torch.device | str | None = None, clock: Callable[[], float] | None = None):
@@ -114,10 +114,7 @@ class PairedTimer:
         self.calls = tuple(max(1, min(1_000_000, round(block / max(t, 1e-9)))) for t in first)
 
     def _sync(self) -> None:
-        if self.device is not None:
-            synchronize(self.device)
-        elif torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()
+        synchronize(self.device)  # None: the default device ("auto": CUDA where there is one)
 
     def _block(self, side: int, n: int) -> float:
         f = self.fns[side]

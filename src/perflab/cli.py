@@ -253,7 +253,7 @@ def cmd_gpu_check(args) -> int:
 def cmd_new(args) -> int:
     from . import new
 
-    target = new.write(args.name, args.into)
+    target = new.write(args.name, args.into, kernel_name=None if args.no_execute else args.kernel)
     print(new.describe(target, args.name))
     if args.no_execute:
         print(f"not executed: the notebook has no outputs yet; `perflab refresh` in {target} executes it")
