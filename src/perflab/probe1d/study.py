@@ -1,12 +1,14 @@
 """The notebooks' measurements: profiles of a fit (01), one LM iteration as a timed callable, sweeps and
-side-by-side timings, whole fits, and the floor of an iteration (02).
+side-by-side timings, whole fits, the floor of an iteration, and the paired rounds that decide the timed claims (02).
 
 "One LM iteration" means: every (latent, class) coordinate advanced by one LM iteration, i.e. for the
 baseline one iteration of every class slab, for the optimized solver one iteration of every class pass,
 from a fresh start (all coordinates active: the most work an iteration ever does).
 
-Every timing is a `torch.utils.benchmark` Measurement (medians with spread); what is compared is timed
-side by side in one run (`measure_iterations`, `time_fits`), so a machine whose speed drifts slows both.
+Every timing for the tables and plots is a `torch.utils.benchmark` Measurement (medians with spread); what is
+compared is timed side by side in one run (`measure_iterations`, `time_fits`), so a machine whose speed drifts slows
+both. A claim's verdict comes from paired rounds instead (`decide_iteration_speedup`, `decide_floor`: the kit's
+`decide_speedup` / `decide_value`, a 99% interval and sequential stopping within a time budget).
 """
 from __future__ import annotations
 
@@ -269,13 +271,23 @@ def fit_line(name: str, f: dict, m) -> str:
     return line + (f"  frozen {100 * f['frozen_share']:.3g}% of coordinates" if "optimized" in name else "")
 
 
-def sigmoid_throughput(device, n: int = 2**24, **measure_kw) -> tuple[float, object]:
-    """Measured sigmoid evaluations per second on `device` (float32, out of place, all torch threads)."""
+def _sigmoid_kernel(device, n: int = 2**24):
+    """torch.sigmoid over n float32 values (2^22 at most on a CPU), out of place. -> (fn, n)"""
     dev = torch.device(device)
     n = n if dev.type != "cpu" else min(n, 2**22)
     z, out = torch.randn(n, device=dev), torch.empty(n, device=dev)
-    m = measure(lambda: torch.sigmoid(z, out=out), label="floor", sub_label=f"sigmoid {n}", description=str(dev),
-                device=dev, **measure_kw)
+    return (lambda: torch.sigmoid(z, out=out)), n
+
+
+def _copy_mib(device) -> int:
+    return 256 if torch.device(device).type != "cpu" else 64   # >= 4x the last-level cache: streams from memory
+
+
+def sigmoid_throughput(device, n: int = 2**24, **measure_kw) -> tuple[float, object]:
+    """Measured sigmoid evaluations per second on `device` (float32, out of place, all torch threads)."""
+    dev = torch.device(device)
+    fn, n = _sigmoid_kernel(dev, n)
+    m = measure(fn, label="floor", sub_label=f"sigmoid {n}", description=str(dev), device=dev, **measure_kw)
     return n / m.median, m
 
 
@@ -295,7 +307,7 @@ def measure_floor(n_events: int, n_lat: int, n_cls: int, *, device, **timing) ->
     of the floor over the p20/p80 of both measurements ("low", "high", seconds)."""
     from ..bench import memory_bandwidth, summary
 
-    bw, m_bw = memory_bandwidth(device, nbytes=(256 if torch.device(device).type != "cpu" else 64) * 2**20, **timing)
+    bw, m_bw = memory_bandwidth(device, nbytes=_copy_mib(device) * 2**20, **timing)
     rate, m_sig = sigmoid_throughput(device, **timing)
     floor = iteration_floor(n_events, n_lat, n_cls, bw, rate)
     ends = []
@@ -311,3 +323,49 @@ def above_floor(m, floor: dict) -> dict:
 
     s = summary(m)
     return dict(ratio=m.median / floor["floor_s"], low=s["p20_s"] / floor["high"], high=s["p80_s"] / floor["low"])
+
+
+# ---- notebook 02: the timed claims, decided in paired rounds ----------------------------------------------
+
+def decide_iteration_speedup(x, y, pair: dict, rule: dict, *, baseline_slabs: int, device, max_run_time: float):
+    """The baseline's LM iteration against the optimized one (`pair`: {"baseline": (impl, config), "optimized":
+    (impl, config)}) in paired rounds, `perflab.verdicts.decide_speedup` against `rule` (a claim's thresholds). The
+    baseline runs its first `baseline_slabs` slabs per call and the ratio is scaled to all of them (every slab reads
+    the same events): a whole baseline iteration at the CPU defaults (~0.2 s) leaves too few rounds in 2 s.
+    Both iterations are warm (the optimized plan built, its graphs compiled by an earlier fit). -> Decision"""
+    from ..verdicts import decide_speedup
+
+    (bi, bkw), (oi, okw) = pair["baseline"], pair["optimized"]
+    _, base, scale = iteration_callable(bi, x, y, device=device, **dict(bkw, baseline_slabs=baseline_slabs))
+    _, opt, _ = iteration_callable(oi, x, y, device=device, **okw)
+    return decide_speedup(base, opt, **rule, scale=scale, max_run_time=max_run_time, device=device)
+
+
+def floor_kernel(floor: dict, device):
+    """The kernel whose throughput sets `floor` (`iteration_floor`'s: its "bound"), at a fixed size, and the factor
+    from its seconds per call to the floor's seconds. -> (fn, factor)"""
+    if floor["bound"] == "sigmoid throughput":
+        fn, n = _sigmoid_kernel(device)
+        return fn, floor["sigmoids"] / n
+    n = _copy_mib(device) * 2**20 // 4
+    src = torch.rand(n, device=torch.device(device))
+    dst = torch.empty_like(src)
+    return (lambda: dst.copy_(src)), floor["bytes"] / (8 * n)      # a copy reads and writes 4 B per value
+
+
+def decide_floor(x, y, config: dict, floor: dict, rule: dict, *, device, max_run_time: float):
+    """How many times the floor the optimized LM iteration takes (`config`: the optimized solver's), decided by
+    `perflab.verdicts.decide_value` against `rule`: each value is one paired round (`perflab.bench.PairedTimer`)
+    of the iteration and of the floor's kernel (`floor_kernel`), iteration seconds / floor seconds. The floor's other
+    part (bytes or sigmoids, whichever is smaller at the medians of `measure_floor`) is left out. -> Decision"""
+    from ..bench import PairedTimer
+    from ..verdicts import decide_value
+
+    _, opt, _ = iteration_callable("optimized", x, y, device=device, **config)
+    kernel, per_call = floor_kernel(floor, device)
+    pt = PairedTimer(opt, kernel, device=device)
+
+    def times_the_floor() -> float:
+        t_opt, t_kernel = pt.round()
+        return t_opt / (t_kernel * per_call)
+    return decide_value(times_the_floor, **rule, quantity="times the floor", max_run_time=max_run_time)
