@@ -136,3 +136,13 @@ def test_the_figure_reads_rows_as_the_log_holds_them():
     notes = [t.get_text() for t in fig.axes[0].texts]
     assert notes == ["holds (no interval logged)", "not tested here (measured on cpu)"]
     assert judged_text(logged[0]) == "3 [2.5, inf] against >= 2" and judged_text(logged[1]) == ""
+
+
+def test_several_setup_keys_read_as_one_phrase_and_why_not_is_printed(tmp_path, capsys):
+    c = Claims(Claim("a", "10x at the seed's shapes on a GPU", "10x", at_least=10,
+                     setup={"device": "cuda", "batch": 64, "compile": "default"}, why_not="a GPU mechanism"), params=P)
+    [row] = c.judge({"a": (Measured(3.0, 2.0, 4.0), "3x")}, cfg=P(batch=16), device="cpu")
+    assert verdict_text(row) == "not tested here (measured on cpu at batch=16, compile=off)"
+    c.log(ResultsLog(tmp_path / "r.jsonl", study="s", stamp={}), [row])
+    out = capsys.readouterr().out
+    assert "    why: a GPU mechanism" in out and "judged:" not in out

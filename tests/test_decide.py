@@ -160,3 +160,11 @@ def test_decide_speedup_on_real_calls():
                        max_run_time=2.0)
     assert d.verdict in ("holds", "within noise") and d.rounds >= 1 and d.seconds <= 2.5
     assert d.calls[0] >= 1 and d.calls[1] >= d.calls[0]
+
+
+def test_a_budget_too_short_for_any_interval_says_so():
+    clock = Clock()
+    base, opt = sides(clock, random.Random(6), 0.1, 3.0, spread=0.01, outliers=0.0)   # 0.4 s per round
+    d = decide_speedup(base, opt, at_least=2.0, max_run_time=1.0, clock=clock)
+    assert d.verdict == "within noise" and d.rounds < 9
+    assert "the first 99% interval needs 9: give more time" in d.note

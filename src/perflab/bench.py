@@ -105,7 +105,11 @@ class PairedTimer:
             raise ValueError(f"PairedTimer: block must be > 0 seconds, got {block!r}")
         if warmup < 0:
             raise ValueError(f"PairedTimer: warmup must be >= 0, got {warmup!r}")
-        self.fns, self.device, self.clock = (a, b), device, clock or time.perf_counter
+        from .env import pick_device
+
+        # resolved once, here: the first CUDA query of a process costs ~0.1-0.3 s, not to be paid inside a block
+        self.device = torch.device(device) if device is not None else pick_device("auto")
+        self.fns, self.clock = (a, b), clock or time.perf_counter
         self.rounds = 0
         for _ in range(warmup):
             a(), b()
@@ -114,7 +118,7 @@ class PairedTimer:
         self.calls = tuple(max(1, min(1_000_000, round(block / max(t, 1e-9)))) for t in first)
 
     def _sync(self) -> None:
-        synchronize(self.device)  # None: the default device ("auto": CUDA where there is one)
+        synchronize(self.device)
 
     def _block(self, side: int, n: int) -> float:
         f = self.fns[side]

@@ -98,12 +98,12 @@ class Claim:
 
     def off_setup(self, cfg: Any = None, device_type: str = "") -> str:
         """'' when this run is the setup the claim is about, else what was measured instead ('batch=16', 'cpu')."""
-        off = []
+        on, at = [], []
         for k, want in self.setup:
             have = device_type if k == "device" else getattr(cfg, k, None) if cfg is not None else None
             if have != want:
-                off.append(f"on {have}" if k == "device" else f"at {k}={have!r}".replace("'", ""))
-        return ", ".join(off)
+                (on if k == "device" else at).append(str(have) if k == "device" else f"{k}={have}")
+        return " ".join(([f"on {on[0]}"] if on else []) + ([f"at {', '.join(at)}"] if at else []))
 
     def verdict(self, m: Measured | Decision | None, cfg: Any = None, device_type: str = "") -> str:
         """This claim's verdict on `m` in this run's setup."""
@@ -205,11 +205,15 @@ class Claims:
             row["source"] = c.source
         if row["verdict"] == "not tested here":
             row["why"] = f"measured {off}" if off else (c.why_not or "nothing measured")
+            if off and c.why_not:
+                row["why_not"] = c.why_not
         if m is not None:
             mm = m.measured if isinstance(m, Decision) else m
             row.update(value=mm.value, low=mm.low, high=mm.high)
         if isinstance(m, Decision):
             row.update(confidence=m.confidence, rounds=m.rounds, seconds=m.seconds, quantity=m.quantity)
+            if m.note:
+                row["note"] = m.note
         return row
 
     def log(self, run, rows: list[dict], *, headline: str | None = None) -> None:
@@ -235,11 +239,12 @@ def judged_text(row: Mapping) -> str:
     span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
     how = (f" ({row['confidence']:.0%} interval, {row['rounds']} rounds, {row['seconds']:.2f} s)"
            if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")
+    how += f"; {row['note']}" if row.get("note") else ""
     return f"{_num(row['value'])}{span} against {row['rule']}{how}"
 
 
-_LOGGED = ("key", "source", "rule", "value", "low", "high", "at_least", "at_most", "partly", "why", "confidence",
-           "rounds", "seconds", "quantity", "variant")
+_LOGGED = ("key", "source", "rule", "value", "low", "high", "at_least", "at_most", "partly", "why", "why_not",
+           "confidence", "rounds", "seconds", "quantity", "note", "variant")
 
 
 def log_rows(log, rows: list[dict], *, headline: str | None = None) -> None:
@@ -249,9 +254,9 @@ def log_rows(log, rows: list[dict], *, headline: str | None = None) -> None:
         extra = {k: r[k] for k in _LOGGED if isinstance(r.get(k), (str, int, float)) and r[k] != ""}
         log.claim(r["claim"], claimed=r["claimed"], measured=r["measured"], verdict=r["verdict"], **extra)
         where = f" ({r['source']})" if r.get("source") else ""
-        judged = judged_text(r)
+        judged = judged_text(r) if r["verdict"] != "not tested here" else ""
         print(f"[{verdict_text(r)}] {r['claim']}{where}\n    claimed: {r['claimed']}\n    here: {r['measured']}"
-              + (f"\n    judged: {judged}" if judged else ""))
+              + (f"\n    judged: {judged}" if judged else "") + (f"\n    why: {r['why_not']}" if r.get("why_not") else ""))
     if headline is not None:
         hit = [r for r in rows if r.get("key") == headline]
         if not hit:

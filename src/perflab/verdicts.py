@@ -167,6 +167,7 @@ class Decision:
     partly: float | None = None
     samples: tuple = ()                 # each round's value, in order
     calls: tuple = ()                   # calls per block (paired rounds)
+    note: str = ""                      # why an undecided verdict could not be decided, when the budget is the cause
 
     @property
     def measured(self) -> Measured:
@@ -205,7 +206,7 @@ def _sequential(next_sample: Callable[[], float], *, quantity: str, at_least, at
     k, look = 1, 1
     while 2 * 0.5 ** look > _alpha(1, alpha):  # the first look: the fewest samples that can give an interval
         look += 1
-    look = max(look, min_rounds)
+    first = look = max(look, min_rounds)
     while True:
         xs.append(float(next_sample()))
         elapsed = clock() - started
@@ -218,8 +219,12 @@ def _sequential(next_sample: Callable[[], float], *, quantity: str, at_least, at
             look = max(len(xs) + 1, math.ceil(len(xs) * GROWTH))
             if _settled(m, at_least, at_most, partly) or out_of_time:
                 break
+    note = ""
+    if not math.isfinite(m.low) and not math.isfinite(m.high):
+        note = (f"the budget ({max_run_time:g} s) ended after {len(xs)} rounds; the first {confidence:.0%} interval "
+                f"needs {first}: give more time")
     return Decision(judge(m, at_least=at_least, at_most=at_most, partly=partly), m.value, m.low, m.high, len(xs),
-                    clock() - started, confidence, quantity, at_least, at_most, partly, tuple(xs), calls)
+                    clock() - started, confidence, quantity, at_least, at_most, partly, tuple(xs), calls, note)
 
 
 def _paired(who: str, quantity: str, baseline, optimized, of: Callable[[float, float], float], *, at_least, at_most,
@@ -240,6 +245,9 @@ def _paired(who: str, quantity: str, baseline, optimized, of: Callable[[float, f
     _binom()
     for _ in range(warmup):  # compiles and first-call costs stay out of the budget
         baseline(), optimized()
+    from .env import pick_device
+
+    device = pick_device(device if device is not None else "auto")  # resolved before the clock starts
     started = clock()
     pt = PairedTimer(baseline, optimized, block=block, warmup=0, device=device, clock=clock)
 
