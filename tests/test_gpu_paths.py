@@ -6,6 +6,7 @@ test reached them. Each test here runs a notebook's own entry point on CUDA at a
 (a compile more), so a GPU host at hand for a few minutes finds such a bug before a user does. Together with the
 other `@pytest.mark.gpu` tests they cover every CUDA-only branch (`test_cuda_branches.py` keeps the list).
 """
+import dataclasses
 import os
 import subprocess
 import sys
@@ -193,18 +194,21 @@ def test_cuda_06_compiled_check_under_cuda_graphs():
     assert ok, detail
 
 
-def _latentwire_grads(p, examples, compile: str, grad_accum: bool, steps: int) -> list[torch.Tensor]:
-    """Every gradient AccumulateGrad leaves in .grad over `steps` optimizer steps of the optimized trainer (clones)."""
+def _latentwire_grads(p, examples, compile: str, grad_accum: bool, steps: int) -> dict[str, list[torch.Tensor]]:
+    """{parameter: every gradient AccumulateGrad left in its .grad} over `steps` optimizer steps of the optimized
+    trainer with compiled_check's toggles (the same graph: inductor's FX cache serves it again), manual batches."""
     from perflab.latentwire import build_model, make_trainer
+    from perflab.latentwire.config import Toggles
 
+    toggles = {**dataclasses.asdict(Toggles.all_on(batch_size=p.ablation_batch, amp=p.amp)), "dataloader": False,
+               "num_workers": 0, "grad_accum": grad_accum, "compile": compile, "compile_backend": "inductor"}
     model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=CUDA)
-    tr = make_trainer(model, examples, impl="optimized", device=CUDA, lr=1e-4, accum_steps=2, seed=p.seed,
-                      pretokenize=True, single_pass=True, batch_size=4, amp=False, grad_accum=grad_accum,
-                      no_step_sync=True, compile=compile, compile_backend="inductor")
+    tr = make_trainer(model, examples, impl="optimized", device=CUDA, lr=1e-4, accum_steps=p.accum_steps, seed=p.seed,
+                      **toggles)
     assert tr.cudagraphs == (compile == "reduce-overhead")
-    grads = []
-    hooks = [q.register_post_accumulate_grad_hook(lambda q: grads.append(q.grad.detach().clone()))
-             for q in tr.core.trainable_parameters()]
+    grads: dict[str, list[torch.Tensor]] = {}
+    hooks = [q.register_post_accumulate_grad_hook(lambda q, n=n: grads.setdefault(n, []).append(q.grad.detach().clone()))
+             for n, q in tr.core.named_parameters() if q.requires_grad]
     for _ in range(steps):
         tr.step()
     for h in hooks:
@@ -216,17 +220,22 @@ def _latentwire_grads(p, examples, compile: str, grad_accum: bool, steps: int) -
 @pytest.mark.parametrize("grad_accum", [False, True])
 def test_cuda_06_gradients_under_cuda_graphs_equal_eager(grad_accum):
     # T3's regression (a mark per micro-batch) raises in the first generations on a GPU and, once the path replays,
-    # silently reads the other micro-batch's activations: gradients compared with eager at every accumulation,
-    # over 5 steps (warm-up, recording, replays). fp32: inductor sums in another order, no more
+    # silently reads the other micro-batch's activations (the gradients of one micro-batch twice: a difference of the
+    # gradients' own size). Every accumulation over 5 steps (warm-up, recording, replays), all parameters together;
+    # bf16 autocast rounds in other places fused than eager: about 1% apart, allowed 10%
     from perflab.latentwire import make_examples
 
     p = _latentwire_params()
     examples = make_examples(p.n_examples, seed=0)
     want = _latentwire_grads(p, examples, "off", grad_accum, steps=5)
     got = _latentwire_grads(p, examples, "reduce-overhead", grad_accum, steps=5)
-    assert len(got) == len(want) > 0
-    for i, (g, w) in enumerate(zip(got, want)):
-        torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-5, msg=lambda m, i=i: f"gradient {i}: {m}")
+    assert got.keys() == want.keys() and want
+    n = {len(v) for v in want.values()}
+    assert n == {len(v) for v in got.values()} == {5 * (p.accum_steps if grad_accum else 1)}
+    for k in range(n.pop()):
+        diff = sum(float((got[name][k] - want[name][k]).double().norm() ** 2) for name in want) ** 0.5
+        size = sum(float(want[name][k].double().norm() ** 2) for name in want) ** 0.5
+        assert diff <= 0.1 * size, f"accumulation {k}: gradients {diff / size:.3f} apart (relative, allowed 0.1)"
 
 
 def test_cuda_06_a_variant_is_timed_with_events_and_swept():

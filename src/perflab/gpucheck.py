@@ -15,6 +15,16 @@ passed at this commit (`earlier_pass`); a failed or interrupted one runs again, 
 tree's known commit counts: on a dirty or unknown one nothing is skipped. Inductor's and Triton's compile caches go
 to `<folder>/compile-cache/` (TORCHINDUCTOR_CACHE_DIR, unless set already), so a later window that brings the folder
 back finds the kernels already compiled.
+
+The GPU tests come in two parts on a host lent for minutes ($PERFLAB_GPU_TESTS; unset: all of them in one run):
+"quick" (`QUICK_GPU_TESTS`: eager code on CUDA, no inductor compile, no subprocess; `tools/gpu-session.sh start smoke`
+runs them with the smoke notebooks) and "compiled" (every other `-m gpu` test: inductor's kernels, CUDA graphs,
+torchrun, the new study, nbval; `start full --tests`). Each part keeps its own log (`gpu-tests-quick.txt`, ...), is
+skipped once it passed at this commit, and REPORT.md leads with every part's outcome found in the folder
+(params/gpu-smoke/ESTIMATE.md: why the split, and the windows).
+
+    python -m perflab.gpucheck wheels .whl                 # one version of each wheel (tools/gpu-session.sh prepare)
+    python -m perflab.gpucheck pack-cache /tmp/res OUT     # the folder's compile caches into OUT/cache*.tgz
 """
 from __future__ import annotations
 
@@ -30,6 +40,25 @@ from .paths import repo_root
 
 TESTS_HEADER = "## GPU tests (`pytest -m gpu`)"
 CACHE_DIR = "compile-cache"  # in the run folder: inductor's FX graph and AOT caches, Triton's kernels
+PART_ENV = "PERFLAB_GPU_TESTS"  # quick, compiled, or all (unset)
+PARTS = ("quick", "compiled")
+# The GPU tests that compile nothing with inductor and start no subprocess: seconds each on a cold H100 (the smoke's
+# part). Every other `-m gpu` test is the "compiled" part, so a new GPU test lands there unless listed here.
+QUICK_GPU_TESTS = (
+    "tests/test_gpu_paths.py::test_cuda_03_correctness_checks_pass",
+    "tests/test_gpu_paths.py::test_cuda_03_step_profile",
+    "tests/test_gpu_paths.py::test_cuda_03_out_of_memory_halves_the_batch",
+    "tests/test_gpu_paths.py::test_cuda_06_all_checks_pass",
+    "tests/test_gpu_paths.py::test_cuda_06_a_variant_is_timed_with_events_and_swept",
+    "tests/test_gpu_paths.py::test_cuda_environment_stamp",
+    "tests/test_gpu_paths.py::test_cuda_memory_peak_and_free",
+    "tests/test_gpu_paths.py::test_cuda_sizes_of_the_floors",
+    "tests/test_launches.py::test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",
+    "tests/test_prover_mining.py::test_sparse_counts_on_cuda_equal_cpu",
+    "tests/test_vae_captured.py::test_cuda_one_replay_per_step_same_math_no_sync[off]",
+    "tests/test_vae_remap.py::test_presence_remap_on_cuda_is_sync_free_and_correct",
+    "tests/test_vae_train.py::test_optimized_step_on_cuda_has_no_sync_warnings",
+)
 
 
 class NoGPU(RuntimeError):
@@ -63,19 +92,49 @@ def resumable(commit: dict) -> bool:
     return bool(commit.get("commit")) and not commit.get("dirty")
 
 
+def test_part() -> str:
+    """The part of the GPU tests this process runs: "quick", "compiled", or "" (all), from $PERFLAB_GPU_TESTS."""
+    part = os.environ.get(PART_ENV, "").strip()
+    if part in ("", "all"):
+        return ""
+    if part not in PARTS:
+        raise ValueError(f"{PART_ENV}={part!r}: expected one of {', '.join(PARTS)} or all")
+    return part
+
+
+def test_log(out: Path, part: str | None = None) -> Path:
+    """out/gpu-tests.txt (all the GPU tests), or out/gpu-tests-<part>.txt; its JUnit file has the suffix .xml."""
+    part = test_part() if part is None else part
+    return Path(out) / (f"gpu-tests-{part}.txt" if part else "gpu-tests.txt")
+
+
+def _header(commit: dict, part: str) -> str:
+    return f"perflab gpu-check: pytest -m gpu{f' ({part} part)' if part else ''} at commit {commit_label(commit)}\n"
+
+
+def pytest_selection(part: str, tests: Path) -> list[str]:
+    """pytest's arguments after `-m gpu` for a part: the quick tests by node id, or the test folder without them."""
+    root = Path(tests).parent
+    if part == "quick":
+        return [str(root / nodeid) for nodeid in QUICK_GPU_TESTS]
+    return [str(tests)] + ([f"--deselect={nodeid}" for nodeid in QUICK_GPU_TESTS] if part == "compiled" else [])
+
+
 def run_gpu_tests(out: Path, commit: dict, tests: Path | None = None) -> tuple[int, str]:
-    """`pytest -m gpu` over the project's tests, its output in out/gpu-tests.txt (after a first line naming the
-    commit) and out/gpu-tests.xml. -> (pytest's exit status, its summary line)."""
+    """`pytest -m gpu` over the project's tests (this process's part of them, `test_part`), its output in
+    out/gpu-tests[-part].txt (after a first line naming the part and the commit) and the .xml beside it.
+    -> (pytest's exit status, its summary line)."""
     tests = tests or repo_root() / "tests"
+    part, log_path = test_part(), test_log(out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", str(tests), "-p", "no:cacheprovider",
-           f"--junitxml={out / 'gpu-tests.xml'}"]
-    print("gpu-check:", " ".join(cmd[1:]), flush=True)
-    with open(out / "gpu-tests.txt", "w") as log:
-        log.write(f"perflab gpu-check: pytest -m gpu at commit {commit_label(commit)}\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", *pytest_selection(part, tests), "-p", "no:cacheprovider",
+           f"--junitxml={log_path.with_suffix('.xml')}"]
+    print("gpu-check:", " ".join(cmd[1:6]), f"({part} part)" if part else "", flush=True)
+    with open(log_path, "w") as log:
+        log.write(_header(commit, part))
         log.flush()
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=repo_root()).returncode
-    return rc, summary_line((out / "gpu-tests.txt").read_text())
+    return rc, summary_line(log_path.read_text())
 
 
 def outcome(text: str) -> tuple[int, str]:
@@ -86,22 +145,33 @@ def outcome(text: str) -> tuple[int, str]:
     return int(not found or bool(re.search(r"\b(failed|error|errors)\b", line))), line
 
 
+def _logs(out: Path) -> list[tuple[str, Path]]:
+    """The GPU test logs an earlier gpu-check left in `out`: ("", gpu-tests.txt) and/or one per part."""
+    return [(part, test_log(out, part)) for part in ("", *PARTS) if test_log(out, part).exists()]
+
+
 def earlier_tests(out: Path) -> tuple[int, str]:
-    """Without a test run (--no-tests): the outcome of the one an earlier gpu-check left in `out`, if any."""
-    log = out / "gpu-tests.txt"
-    if not log.exists():
+    """Without a test run (--no-tests): the outcome of the ones an earlier gpu-check left in `out`, if any (this
+    process's part's log; for all the tests, the whole run's log or else every part's)."""
+    part = test_part()
+    logs = [(p, f) for p, f in _logs(out) if p == part] or ([] if part else _logs(out))
+    if not logs:
         return 0, "not run (--no-tests)"
-    rc, line = outcome(log.read_text())
-    return rc, f"{line} (an earlier run, kept in this folder)"
+    found = [(p, *outcome(f.read_text())) for p, f in logs]
+    rc = max(r for _, r, _ in found)
+    if len(found) == 1:
+        return rc, f"{found[0][2]} (an earlier run, kept in this folder)"
+    return rc, "; ".join(f"{p} part: {line}" for p, _, line in found) + " (earlier runs, kept in this folder)"
 
 
 def earlier_pass(out: Path, commit: dict) -> str | None:
-    """The summary line of the GPU tests an earlier gpu-check ran in `out` at this commit, if they passed."""
-    log = out / "gpu-tests.txt"
+    """The summary line of the GPU tests (this process's part) an earlier gpu-check ran in `out` at this commit, if
+    they passed."""
+    log = test_log(out)
     if not resumable(commit) or not log.exists():
         return None
     text = log.read_text()
-    if not text.startswith(f"perflab gpu-check: pytest -m gpu at commit {commit_label(commit)}\n"):
+    if not text.startswith(_header(commit, test_part())):
         return None
     rc, line = outcome(text)
     return None if rc else line
@@ -162,8 +232,158 @@ def summary_line(text: str) -> str:
 
 
 def lead_report(report: Path, rc: int, summary: str) -> None:
-    """Put the GPU tests' outcome at the top of REPORT.md (the notebooks' report follows)."""
-    verdict = "passed" if rc == 0 else f"FAILED (exit {rc})"
-    head = f"{TESTS_HEADER}\n\n{verdict}: {summary} (`gpu-tests.txt`, `gpu-tests.xml`)\n\n"
+    """Put the GPU tests' outcome at the top of REPORT.md (the notebooks' report follows): this run's, then each other
+    part's that an earlier run left in the folder."""
+    part, out = test_part(), report.parent
+    verdict = lambda rc: "passed" if rc == 0 else f"FAILED (exit {rc})"  # noqa: E731
+    log = test_log(out)
+    files = f"`{log.name}`, `{log.with_suffix('.xml').name}`" if log.exists() else \
+        ", ".join(f"`{f.name}`" for _, f in _logs(out)) or "no log in this folder"
+    lines = [f"{verdict(rc)}{f' ({part} part)' if part else ''}: {summary} ({files})"]
+    for other, f in _logs(out):
+        if part and other not in ("", part):
+            orc, line = outcome(f.read_text())
+            lines.append(f"{verdict(orc)} ({other} part, an earlier run): {line} (`{f.name}`)")
+    head = f"{TESTS_HEADER}\n\n" + "\n\n".join(lines) + "\n\n"
     body = report.read_text() if report.exists() else ""
     report.write_text(head + body)
+
+
+# ---- the lent host's limits: wheels carried in, compile caches carried out --------------------------------------
+
+WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-.*\.whl$")
+
+
+def wheel_versions(folder: Path) -> dict[str, list[str]]:
+    """{project name (normalized): [wheel files]} of the wheels in `folder`."""
+    found: dict[str, list[str]] = {}
+    for f in sorted(Path(folder).glob("*.whl")):
+        m = WHEEL_NAME.match(f.name)
+        name = re.sub(r"[-_.]+", "-", m["name"] if m else f.name).lower()
+        found.setdefault(name, []).append(f.name)
+    return found
+
+
+def duplicate_wheels(folder: Path) -> dict[str, list[str]]:
+    """The projects with more than one wheel in `folder`: pip refuses the whole install (ResolutionImpossible)."""
+    return {name: files for name, files in wheel_versions(folder).items() if len(files) > 1}
+
+
+def _cache_entries(cache: Path) -> list[Path]:
+    """What can be left out of a compile cache one piece at a time: an FX graph cache entry, an AOTAutograd entry,
+    any other top-level file or folder (generated code, C++ builds); not triton/ (inductor's FX graph cache bundles
+    each graph's Triton kernels and writes them back on a hit) nor locks/."""
+    entries = []
+    for top in sorted(cache.iterdir()):
+        if top.name in ("triton", "locks"):
+            continue
+        if top.name == "fxgraph" and top.is_dir():
+            entries += [e for d in sorted(top.iterdir()) if d.is_dir() for e in sorted(d.iterdir())]
+        elif top.name == "aotautograd" and top.is_dir():
+            entries += sorted(top.iterdir())
+        else:
+            entries.append(top)
+    return entries
+
+
+def _files(entry: Path) -> list[Path]:
+    return [entry] if entry.is_file() else sorted(f for f in entry.rglob("*") if f.is_file())
+
+
+def _gz_bytes(files: list[Path]) -> int:
+    """About what these files add to a .tgz: their deflated bytes and a tar header each."""
+    import zlib
+
+    total = 0
+    for f in files:
+        z = zlib.compressobj(6)
+        total += len(z.compress(f.read_bytes())) + len(z.flush()) + 120
+    return total
+
+
+def pack_cache(root: Path, dest: Path, *, limit: int = 16 * 2**20, parts: int = 2) -> dict:
+    """The compile caches of the run folders under `root` (root/<kind>/<commit>/compile-cache/) into dest/cache.tgz,
+    dest/cache-2.tgz ..., each under `limit` bytes (what can come back from the lent host), at most `parts` files.
+    Newest entries first: the notebook a window cut off compiled them last, and what finished is not run again at
+    this commit; what does not fit is left out (the next window compiles it again). Paths in the archives start at
+    root's name, as `tar -C root/.. root` writes them. -> {"parts": [(file, bytes, entries)], "kept": n,
+    "left_out": n, "left_out_mib": MiB before compression, "mib": MiB of the caches before compression}."""
+    root, dest = Path(root), Path(dest)
+    for old in dest.glob("cache*.tgz"):
+        old.unlink()
+    caches = sorted(root.glob(f"*/*/{CACHE_DIR}"))
+    entries = [e for c in caches for e in _cache_entries(c)]
+    sized = []
+    for e in entries:
+        files = _files(e)
+        if files:
+            sized.append((max(f.stat().st_mtime for f in files), e, files, sum(f.stat().st_size for f in files)))
+    sized.sort(key=lambda t: -t[0])
+    target = int(limit * 0.94)  # room for the estimate's error; checked after writing
+    bins: list[list] = [[] for _ in range(parts)]
+    used = [0] * parts
+    left = []
+    for _, e, files, raw in sized:
+        est = _gz_bytes(files)
+        i = next((i for i in range(parts) if used[i] + est <= target), None)
+        if i is None:
+            left.append(raw)
+            continue
+        bins[i].append((e, raw))
+        used[i] += est
+    written = []
+    for i, items in enumerate(b for b in bins if b):
+        name = dest / ("cache.tgz" if i == 0 else f"cache-{i + 1}.tgz")
+        while True:
+            _write_tgz(name, root, [e for e, _ in items])
+            if name.stat().st_size <= limit or len(items) == 1:
+                break
+            left.append(items.pop()[1])  # the estimate was short: the oldest entry of this part goes
+        if name.stat().st_size > limit:
+            left.append(items.pop()[1])
+            name.unlink()
+            continue
+        written.append((name.name, name.stat().st_size, len(items)))
+    kept = sum(n for *_, n in written)
+    return {"parts": written, "kept": kept, "left_out": len(left), "left_out_mib": sum(left) / 2**20,
+            "mib": sum(raw for *_, raw in sized) / 2**20}
+
+
+def _write_tgz(name: Path, root: Path, entries: list[Path]) -> None:
+    import tarfile
+
+    with tarfile.open(name, "w:gz") as tar:
+        for e in entries:
+            tar.add(e, arcname=str(Path(root.name) / e.relative_to(root)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m perflab.gpucheck", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("wheels", help="refuse a wheel folder holding two versions of a project")
+    w.add_argument("folder", type=Path)
+    c = sub.add_parser("pack-cache", help="the run folders' compile caches into OUT/cache*.tgz, each under the limit")
+    c.add_argument("root", type=Path, help="the folder of run folders (/tmp/res)")
+    c.add_argument("dest", type=Path)
+    c.add_argument("--limit-mib", type=float, default=16.0)
+    c.add_argument("--parts", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.cmd == "wheels":
+        found, dups = wheel_versions(args.folder), duplicate_wheels(args.folder)
+        for name, files in dups.items():
+            print(f"two versions of {name} in {args.folder}: {', '.join(files)} (pip refuses the install)", file=sys.stderr)
+        print(f"{args.folder}: {len(found)} projects, {sum(map(len, found.values()))} wheels")
+        return 1 if dups or not found else 0
+    r = pack_cache(args.root, args.dest, limit=int(args.limit_mib * 2**20), parts=args.parts)
+    for name, size, n in r["parts"]:
+        print(f"{name}: {size / 2**20:.1f} MiB ({n} cache entries; the limit is {args.limit_mib:g} MiB a file)")
+    print(f"compile caches: {r['mib']:.1f} MiB before compression, {r['kept']} entries kept"
+          + (f", {r['left_out']} left out ({r['left_out_mib']:.1f} MiB, the oldest first: the next window compiles "
+             "them again)" if r["left_out"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
