@@ -102,3 +102,66 @@ def test_a_pool_left_running_beside_the_timed_trainer_is_counted():
         other.close()
         timed.close()
     assert timing.foreign_workers == 1 and timing.own_workers == 0
+
+
+def test_the_claims_decisions_are_what_the_claims_judge_takes():
+    # a tiny ablation, its gains decided on the live trainers and the parts timed alone, 0.05 s of rounds each:
+    # every claim gets an entry, each decision was made against its claim's rule (verdicts: timings, never asserted)
+    from perflab.claims import verdict_text
+    from perflab.latentwire import claims
+    from perflab.latentwire.study import data_path, lm_sequence_length
+    from perflab.verdicts import Decision, Measured
+
+    p = dataclasses.replace(P, verdict_time=0.05)
+    plan = [Variant("baseline", impl="baseline"), Variant("batch_size", toggles={"batch_size": 4}),
+            Variant("single_pass", toggles={"single_pass": True})]
+    with study_ablation(plan, p) as (results, trainers):
+        gains = claims.decide_gains(trainers, results, cfg=p, device="cpu")
+    assert {k for k, d in gains.items() if d is not None} == {"batch_size", "loss_loop", "kv_cache"}
+    assert gains["non_blocking"] is None and gains["target_5x"] is None     # GPU claims: not timed on a CPU
+    seq = lm_sequence_length(build_model(ModelConfig(**TINY), seed=0), EXAMPLES)
+    parts = claims.decide_parts(p, EXAMPLES, device="cpu", base=results["baseline"], seq=seq, sweep={}, sweep_toggles={})
+    assert isinstance(parts["flash_attention"], Decision) and parts["pretokenize"].quantity == "saving"
+    assert parts["amp"] is None
+    extra = {"attention": {seq: Measured(1.0, 0.9, 1.1)}, "data": data_path(p, EXAMPLES, "cpu"), "amp": {},
+             "amp_note": "", "spread": (0.05, "baseline"), "compiled": None, "mfu": None}
+    found = claims.measurements(results, {**gains, **parts}, extra, "cpu", p.accum_steps)
+    rows = {r["key"]: r for r in claims.CLAIMS.judge(found, cfg=p, device="cpu")}
+    assert list(rows) == list(claims.CLAIMS.keys)
+    assert verdict_text(rows["non_blocking"]) == "not tested here (measured on cpu)"
+    assert verdict_text(rows["target_mfu"]) == "not tested here (measured on cpu)"
+    assert rows["batch_size"]["rounds"] >= 1 and "paired rounds" in rows["batch_size"]["measured"]
+    assert rows["dataloader"]["measured"].startswith(f"{rows['dataloader']['value']:.1%}")
+    assert rows["grad_accum"]["verdict"] == "not tested here" and "no activation count" in rows["grad_accum"]["measured"]
+
+
+def study_ablation(plan, p):
+    from perflab.latentwire.study import ablation
+
+    return ablation(plan, EXAMPLES, p=p, device="cpu")
+
+
+def test_paired_rounds_of_a_compiled_step_pass_under_the_cudagraph_check():
+    # the claims' paired rounds call trainer.step() as the timing does: one CUDA-graph generation per optimizer step
+    # (its mark inside the step), nothing kept across steps; under reduce-overhead a round reads no freed output
+    from perflab.compiles import reset
+    from perflab.cudagraphs import check_lifetimes
+    from perflab.verdicts import decide_speedup
+
+    kw = dict(accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3, no_step_sync=True)
+    base = make_trainer(build_model(ModelConfig(**TINY), seed=0), EXAMPLES, impl="baseline", accum_steps=2)
+    try:
+        with check_lifetimes() as check:
+            reset()
+            compiled = make_trainer(build_model(ModelConfig(**TINY), seed=0), EXAMPLES, impl="optimized",
+                                    compile="reduce-overhead", compile_backend="eager", **kw)
+            try:
+                assert compiled.cudagraphs
+                d = decide_speedup(base.step, compiled.step, scale=2.0, at_least=1.0, max_run_time=0.2,
+                                   device="cpu")
+                assert check.generations >= d.rounds and check.freed
+            finally:
+                compiled.close()
+    finally:
+        base.close()
+        reset()

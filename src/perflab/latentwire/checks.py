@@ -1,11 +1,14 @@
-"""The notebook's correctness cell: each check returns (name, passed, detail) with a detail that holds on
-every device (counts and tolerances, never values), so nbval can compare the printout."""
+"""The notebook's correctness cell: each check is a `perflab.claims.Check` (name, passed, detail) whose detail says
+what was measured beside the rule, in a form that holds from run to run, so nbval can compare the printout: counts,
+and a gap as the power of ten it stays under ("< 1e-06")."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
+from ..claims import Check
 from ..compiles import count_compiles
 from ..syncs import count_host_syncs
 from . import losses, reference
@@ -16,11 +19,24 @@ from .params import LatentWireParams
 from .tokenizer import Tokenizer
 from .training import make_trainer
 
-Check = tuple[str, bool, str]
+
+def under(x: float) -> str:
+    """A measured gap as the power of ten it stays under ('< 1e-06'), or '0': the same on every run that passes."""
+    if x == 0:
+        return "0"
+    if not math.isfinite(x):
+        return str(x)
+    return f"< {10.0 ** (math.floor(math.log10(x)) + 1):.0e}"
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> bool:
     return bool(torch.allclose(a.detach().float(), b.detach().float(), rtol=rtol, atol=atol))
+
+
+def _gap(a: torch.Tensor, b: torch.Tensor) -> str:
+    """The largest |a - b|, as `under` writes it (inf for shapes that differ)."""
+    a, b = a.detach().double(), b.detach().double()
+    return under(float((a - b).abs().max()) if a.shape == b.shape and a.numel() else math.inf)
 
 
 def single_pass_checks(p: LatentWireParams, examples, device, n: int = 5) -> list[Check]:
@@ -38,13 +54,15 @@ def single_pass_checks(p: LatentWireParams, examples, device, n: int = 5) -> lis
     f2 = model.lm.forward_calls
     # fp32: the two differ only in matmul shapes (summation order): 1e-5 relative is float rounding
     tol = dict(rtol=1e-5, atol=1e-6)
+    first, kce = losses.first_token_ce(logits, batch.labels), losses.k_token_ce(logits, batch.labels, k)
+    rule = "(allowed 1e-06 + 1e-05 x |value|)"
     return [
-        ("single-pass first-token CE equals its own LM forward",
-         _close(losses.first_token_ce(logits, batch.labels), first_loop, **tol), f"batch {n}, rtol 1e-5"),
-        ("single-pass K-token CE equals the K-forward loop",
-         _close(losses.k_token_ce(logits, batch.labels, k), k_loop, **tol), f"K={k}, batch {n}, rtol 1e-5"),
-        ("LM forwards per micro-batch: loop K+2, single pass 1",
-         (f1 - f0, f1 - f0 + f2 - f1) == (1, k + 2), f"single pass {f1 - f0}, loop {f1 - f0 + f2 - f1}"),
+        Check("single-pass first-token CE equals its own LM forward", _close(first, first_loop, **tol),
+              f"batch {n}: |difference| {_gap(first, first_loop)} {rule}"),
+        Check("single-pass K-token CE equals the K-forward loop", _close(kce, k_loop, **tol),
+              f"K={k}, batch {n}: |difference| {_gap(kce, k_loop)} {rule}"),
+        Check("LM forwards per micro-batch: loop K+2, single pass 1",
+              (f1 - f0, f1 - f0 + f2 - f1) == (1, k + 2), f"single pass {f1 - f0}, loop {f1 - f0 + f2 - f1}"),
     ]
 
 
@@ -62,19 +80,22 @@ def toggles_off_check(p: LatentWireParams, examples, device, steps: int = 2) -> 
         tr.close()
     # same kernels in the same order; 1e-6 leaves room for GPU kernels that accumulate with atomics
     ok = seen[0] == seen[1] and _close(rows[0], rows[1], rtol=1e-6, atol=0.0)
-    return ("optimized with every toggle off reproduces the baseline", ok,
-            f"{steps} steps x {p.accum_steps} micro-batches, same samples, rtol 1e-6")
+    return Check("optimized with every toggle off reproduces the baseline", ok,
+                 f"{steps} steps x {p.accum_steps} micro-batches, {'same' if seen[0] == seen[1] else 'other'} "
+                 f"samples, loss |difference| {_gap(rows[1], rows[0])} (allowed 1e-06 x |loss|)")
 
 
 def cache_check(p: LatentWireParams, examples) -> Check:
     model_cfg, tok = p.model_config(), Tokenizer()
     cache = PretokenizedCache.for_model(examples, tok, model_cfg)
-    ok = True
+    differ = 0
     for lo in range(0, len(examples), 16):
         index = list(range(lo, min(lo + 16, len(examples))))
         fly = batch_on_the_fly(examples, index, tok, model_cfg)
-        ok &= all(torch.equal(cache.batch(index).tensors()[k], v) for k, v in fly.tensors().items())
-    return "pre-tokenized cache equals tokenizing on the fly", ok, f"{len(examples)} examples, bitwise"
+        differ += not all(torch.equal(cache.batch(index).tensors()[k], v) for k, v in fly.tensors().items())
+    chunks = -(-len(examples) // 16)
+    return Check("pre-tokenized cache equals tokenizing on the fly", differ == 0,
+                 f"{len(examples)} examples in {chunks} batches of 16: {differ} differ (bitwise; allowed none)")
 
 
 def sdpa_check(p: LatentWireParams, examples, device) -> Check:
@@ -83,7 +104,8 @@ def sdpa_check(p: LatentWireParams, examples, device) -> Check:
     manual = model(batch, single_pass=True).total
     model.set_options(attention="sdpa")
     fused = model(batch, single_pass=True).total
-    return "sdpa attention equals the eager attention", _close(fused, manual, 1e-5, 1e-6), "batch 8, rtol 1e-5"
+    return Check("sdpa attention equals the eager attention", _close(fused, manual, 1e-5, 1e-6),
+                 f"batch 8: loss |difference| {_gap(fused, manual)} (allowed 1e-06 + 1e-05 x |loss|)")
 
 
 def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]:
@@ -104,8 +126,9 @@ def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]
         tr.close()
         counts[name] = dict(sorted(s.by_op.items()))
     ok = sum(counts["optimized"].values()) == 0 and counts["baseline"].get("synchronize", 0) == 2
-    detail = f"per step: baseline {counts['baseline']}, optimized {counts['optimized'] or 0}"
-    return ("host syncs per step: the optimized step (pinned batches, non-blocking copies) has none", ok, detail), counts
+    detail = f"per step: baseline {counts['baseline']}, optimized {counts['optimized'] or 0} (allowed 0)"
+    return Check("host syncs per step: the optimized step (pinned batches, non-blocking copies) has none", ok,
+                 detail), counts
 
 
 def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Check:
@@ -131,9 +154,10 @@ def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Che
     # bf16 rounds matmul inputs to 8 bits of mantissa (0.4%), in places that differ between fused and eager: 2e-2
     tol = 2e-2 if p.amp else 1e-5
     ok = seen[0] == seen[1] and _close(rows[1], rows[0], rtol=tol, atol=tol) and cc.compiles == 0
-    return (f"compiled step (compile={p.compile}, backend={p.backend}) trains like the eager step", ok,
-            f"{steps} steps x {p.accum_steps} micro-batches of {p.ablation_batch}, same samples, rtol {tol:g}; "
-            f"{cc.compiles} compiles after the first step")
+    return Check(f"compiled step (compile={p.compile}, backend={p.backend}) trains like the eager step", ok,
+                 f"{steps} steps x {p.accum_steps} micro-batches of {p.ablation_batch}, "
+                 f"{'same' if seen[0] == seen[1] else 'other'} samples, loss |difference| {_gap(rows[1], rows[0])} "
+                 f"(allowed {tol:.0e} + {tol:.0e} x |loss|); {cc.compiles} compiles after the first step (allowed 0)")
 
 
 def all_checks(p: LatentWireParams, examples, device) -> tuple[list[Check], dict]:

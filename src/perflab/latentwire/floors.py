@@ -2,7 +2,7 @@
 
     flops = step_flops(model, examples, batch_size=8, single_pass=True, device=device)   # per sample
     peaks = floors(p, device)                                 # {"fp32": (FLOP/s, Measurement), "bf16": ...}
-    fraction_of_floor(result, flops["total"], peaks["bf16"][0])                      # MFU, with its range
+    fraction_of_floor(result, flops["total"], peaks["bf16"][0])        # MFU: median over blocks, 99% interval
 
 A step is compute-bound where its model FLOP/s come close to the fp32 floor: only there can bf16 autocast
 pay, by up to the ratio of the two floors (`amp_gains` measures it batch by batch); where the step is far
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..bench import Measurement, matmul_peak, speedup, speedup_range
+from ..bench import Measurement, matmul_peak
 from ..verdicts import Measured
 from .batches import PretokenizedCache
 from .model import LatentWire
@@ -49,22 +49,18 @@ def floors(p: LatentWireParams, device) -> dict[str, tuple[float, Measurement]]:
 
 
 def fraction_of_floor(r: VariantResult, flops_per_sample: float, peak: float) -> Measured:
-    """Model FLOP/s of a timed variant over a floor (MFU when the floor is the matmul peak), with the range
-    from the step time's p80 and p20."""
-    lo, hi = r.samples_per_s_range()
-    return Measured(flops_per_sample * r.samples_per_s / peak, flops_per_sample * lo / peak, flops_per_sample * hi / peak)
+    """Model FLOP/s of a timed variant over a floor (MFU when the floor is the matmul peak), block by block: the
+    median over its timed blocks and that median's distribution-free 99% interval (`Measured.from_samples`;
+    unbounded under 8 blocks). The floor is taken as exact."""
+    return Measured.from_samples([flops_per_sample * r.samples_per_step / (t * peak) for t in r.measurement.times])
 
 
 def amp_gains(sweep: dict) -> dict[int, Measured]:
-    """{batch: bf16 over fp32 samples/s} at every batch `study.batch_sweep` measured in both (p20-p80 range)."""
+    """{batch: bf16 over fp32 samples/s} at every batch `study.batch_sweep` measured in both: the ratio of the two
+    timings' medians and its 99% interval (`Measured.ratio`)."""
     fp32 = {r.samples_per_step: r for r in sweep.get(False, [])}
-    out = {}
-    for r in sweep.get(True, []):
-        a = fp32.get(r.samples_per_step)
-        if a is not None:
-            lo, hi = speedup_range(a.measurement, r.measurement)
-            out[r.samples_per_step] = Measured(speedup(a.measurement, r.measurement), lo, hi)
-    return out
+    return {r.samples_per_step: Measured.ratio(fp32[r.samples_per_step].measurement, r.measurement)
+            for r in sweep.get(True, []) if r.samples_per_step in fp32}
 
 
 def sweep_amps(peaks: dict, amp: bool) -> tuple[bool, ...]:

@@ -7,7 +7,9 @@ Each variant gets a fresh model from the same seed and a first, untimed step (Da
 allocator grows, compile runs) inside the peak-memory, activation-memory and LM-forward counters; then one
 step under `count_launches`, one step to size its timing blocks (`timing.steps_per_block`), and
 `timing.time_rounds` over whole optimizer steps, with only its own DataLoader workers alive.
-samples/s = samples per step / median time per step.
+samples/s = samples per step / median time per step. `ablation` keeps the timed trainers alive for the claims'
+paired rounds (`claims.decide_gains`); the parts timed alone hand out their callables (`attention_fns`,
+`data_fns`) for the same reason.
 """
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ import warnings
 
 import torch
 
-from ..bench import Measurement, measure, speedup, speedup_range, summary
+from ..bench import Measurement, measure, speedup, summary
 from ..env import synchronize
 from ..launches import count_launches, profiler_activities, self_time_key
 from ..memory import peak_memory
+from ..verdicts import Measured
 from .activations import saved_activations
 from .batches import PretokenizedCache, batch_on_the_fly
 from .config import Toggles
@@ -128,30 +131,39 @@ def _attach(results: dict, timings: dict, label: str) -> None:
         r.measurement = timings[name].measurement(label, name, r.variant.impl)
 
 
-def run_ablation(plan: list[Variant], examples, *, p: LatentWireParams, device,
-                 label: str = "latentwire step") -> dict[str, VariantResult]:
-    """Every variant prepared, then timed in `p.rounds` rounds (timing.time_rounds: each variant in turn,
-    only its own DataLoader workers alive), merged per variant."""
+@contextlib.contextmanager
+def ablation(plan: list[Variant], examples, *, p: LatentWireParams, device, label: str = "latentwire step"):
+    """`with ablation(...) as (results, trainers)`: every variant prepared, then timed in `p.rounds` rounds
+    (timing.time_rounds: each variant in turn, only its own DataLoader workers alive), merged per variant; the
+    trainers (paused: no workers) stay alive inside the block, for more steps of the same models, and are closed
+    at its end."""
     trainers, results = {}, {}
     try:
         for v in plan:
             trainers[v.name], results[v.name] = prepare_variant(v, examples, p=p, device=device)
         timings = time_rounds({k: (trainers[k], results[k].steps_per_block) for k in trainers}, device=device,
                               rounds=p.rounds, min_time=p.min_run_time, max_time=p.max_run_time)
+        _attach(results, timings, label)
+        yield results, trainers
     finally:
         for t in trainers.values():
             t.close()
-    _attach(results, timings, label)
-    return results
+
+
+def run_ablation(plan: list[Variant], examples, *, p: LatentWireParams, device,
+                 label: str = "latentwire step") -> dict[str, VariantResult]:
+    """Every variant prepared and timed (`ablation`), its trainer closed."""
+    with ablation(plan, examples, p=p, device=device, label=label) as (results, _):
+        return results
 
 
 def measure_variant(v: Variant, examples, *, p: LatentWireParams, device, label: str = "latentwire step",
-                    accum_steps: int | None = None) -> VariantResult:
-    """One variant alone: `prepare_variant`, timed (one round), closed."""
+                    accum_steps: int | None = None, min_blocks: int = 6) -> VariantResult:
+    """One variant alone: `prepare_variant`, timed (one round, at least `min_blocks` blocks), closed."""
     trainer, res = prepare_variant(v, examples, p=p, device=device, accum_steps=accum_steps)
     try:
         timings = time_rounds({v.name: (trainer, res.steps_per_block)}, device=device, rounds=1,
-                              min_time=p.min_run_time, max_time=p.max_run_time)
+                              min_time=p.min_run_time, max_time=p.max_run_time, min_blocks=min_blocks)
     finally:
         trainer.close()
     _attach({v.name: res}, timings, label)
@@ -191,10 +203,11 @@ def best(rows: list[VariantResult]) -> VariantResult:
 
 
 def compiled_at(batch: int, examples, *, p: LatentWireParams, device, toggles: dict) -> VariantResult:
-    """The compiled step (`toggles` + p.compile/p.backend, bf16 per p.amp) at one batch, timed like a sweep point."""
+    """The compiled step (`toggles` + p.compile/p.backend, bf16 per p.amp) at one batch, timed like a sweep point,
+    in at least 8 blocks: the fewest whose median has a 99% interval (its MFU's, `floors.fraction_of_floor`)."""
     v = Variant(f"compiled, batch={batch}", toggles={**toggles, "batch_size": batch, "amp": p.amp,
                                                       "compile": p.compile, "compile_backend": p.backend})
-    return measure_variant(v, examples, p=p, device=device, label="batch sweep", accum_steps=1)
+    return measure_variant(v, examples, p=p, device=device, label="batch sweep", accum_steps=1, min_blocks=8)
 
 
 def profile_step(v: Variant, examples, *, p: LatentWireParams, device, row_limit: int = 12) -> str:
@@ -210,6 +223,21 @@ def profile_step(v: Variant, examples, *, p: LatentWireParams, device, row_limit
     finally:
         trainer.close()
     return prof.key_averages().table(sort_by=self_time_key(device), row_limit=row_limit)
+
+
+def amp_pair(batch: int, examples, *, p: LatentWireParams, device, toggles: dict) -> dict:
+    """{False: fp32 trainer, True: bf16 trainer} of `toggles` at one batch (one micro-batch per step), prepared as
+    a sweep point (`prepare_variant`), for paired rounds of the two; the caller closes them."""
+    out = {}
+    try:
+        for amp in (False, True):
+            v = Variant(f"batch={batch}{', bf16' if amp else ''}", toggles={**toggles, "batch_size": batch, "amp": amp})
+            out[amp], _ = prepare_variant(v, examples, p=p, device=device, accum_steps=1)
+    except BaseException:
+        for t in out.values():
+            t.close()
+        raise
+    return out
 
 
 def dips(rows: list[VariantResult]) -> list[tuple[VariantResult, VariantResult]]:
@@ -228,9 +256,9 @@ def lm_sequence_length(model: LatentWire, examples) -> int:
     return b.pre_ids.shape[1] + model.cfg.latent_len + b.post_ids.shape[1] + median_answer - 1
 
 
-def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tuple[float, tuple, list[Measurement]]:
-    """Forward+backward of one LM attention layer, eager softmax(QK^T)V vs scaled_dot_product_attention,
-    at [batch, seq, d_lm]. Returns (gain, (p20/p80 range), [manual, sdpa] measurements)."""
+def attention_fns(p: LatentWireParams, *, batch: int, seq: int, device) -> dict:
+    """{"manual": eager softmax(QK^T)V, "sdpa": scaled_dot_product_attention}: each a call of one LM attention
+    layer's forward+backward at [batch, seq, d_lm], on the same layer and input."""
     cfg = p.model_config()
     attn = CausalSelfAttention(cfg.d_lm, cfg.lm_heads).to(device)
     x = torch.randn(batch, seq, cfg.d_lm, device=device, requires_grad=True)
@@ -238,25 +266,38 @@ def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tup
     def run(impl: str):
         attn.impl = impl
         attn(x).sum().backward()
-
-    ms = [measure(lambda impl=impl: run(impl), label="attention layer fwd+bwd", sub_label=f"[{batch}, {seq}, {cfg.d_lm}]",
-                  description=impl, min_run_time=p.min_run_time, max_run_time=p.max_run_time, device=device)
-          for impl in ("manual", "sdpa")]
-    return speedup(*ms), speedup_range(*ms), ms
+    return {impl: (lambda impl=impl: run(impl)) for impl in ("manual", "sdpa")}
 
 
-def data_path(p: LatentWireParams, examples, device) -> dict:
-    """What the data recommendations can remove, measured directly: preparing one sample on the fly
-    (tokenize bytes, scaffolds and answer, collate, move) vs gathering it from the pre-tokenized cache
-    (and move), and the bytes one sample moves host-to-device."""
+def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tuple[Measured, list[Measurement]]:
+    """Forward+backward of one LM attention layer, eager vs SDPA (`attention_fns`), each timed on its own.
+    Returns (manual / sdpa: the ratio of medians with its 99% interval, [manual, sdpa] measurements)."""
+    ms = [measure(fn, label="attention layer fwd+bwd", sub_label=f"[{batch}, {seq}, {p.d_lm}]", description=impl,
+                  min_run_time=p.min_run_time, max_run_time=p.max_run_time, device=device)
+          for impl, fn in attention_fns(p, batch=batch, seq=seq, device=device).items()]
+    return Measured.ratio(*ms), ms
+
+
+def data_fns(p: LatentWireParams, examples, device) -> dict:
+    """{"on_the_fly": prepare one sample (tokenize bytes, scaffolds and answer, collate, move), "cache": gather one
+    from the pre-tokenized cache (and move)}: each call takes the next example (as in training)."""
     model_cfg, tok = p.model_config(), Tokenizer()
     cache = PretokenizedCache.for_model(examples, tok, model_cfg)
     order = itertools.cycle(range(len(examples)))  # a different example each call, as in training
+    return {"on_the_fly": lambda: batch_on_the_fly(examples, [next(order)], tok, model_cfg).to(device),
+            "cache": lambda: cache.batch([next(order)]).to(device)}
+
+
+def data_path(p: LatentWireParams, examples, device) -> dict:
+    """What the data recommendations can remove, measured directly: one sample on the fly vs from the cache
+    (`data_fns`), each timed on its own, and the bytes one sample moves host-to-device."""
+    model_cfg, tok = p.model_config(), Tokenizer()
+    cache = PretokenizedCache.for_model(examples, tok, model_cfg)
     kw = dict(label="data path, one sample", min_run_time=p.min_run_time / 2, max_run_time=p.max_run_time / 2,
               device=device)
-    fly = measure(lambda: batch_on_the_fly(examples, [next(order)], tok, model_cfg).to(device),
-                  description="tokenize+collate", **kw)
-    gather = measure(lambda: cache.batch([next(order)]).to(device), description="cache", **kw)
+    fns = data_fns(p, examples, device)
+    fly = measure(fns["on_the_fly"], description="tokenize+collate", **kw)
+    gather = measure(fns["cache"], description="cache", **kw)
     nbytes = sum(t.numel() * t.element_size() for k, t in cache.batch([0]).tensors().items() if k != "index")
     out = {"on_the_fly": fly, "cache": gather, "bytes_per_sample": nbytes}
     if p.num_workers:  # what a non-persistent DataLoader pays at every epoch: start workers, get the first batch

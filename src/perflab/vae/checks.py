@@ -1,9 +1,13 @@
-"""The notebook's correctness checks, each returning (name, passed, detail). The notebook prints
-them, logs them with run.log.check and raises if any failed."""
+"""The notebook's correctness checks, each a `perflab.claims.Check` (name, passed, detail); the notebook reports
+them with `report_checks`, which stops it on a failure. A detail says what was measured beside the rule, in a form
+that holds from run to run (nbval compares the printout): counts, and a gap as the power of ten it stays under."""
 from __future__ import annotations
+
+import math
 
 import torch
 
+from ..claims import Check
 from ..syncs import count_host_syncs
 from .baseline import fisher_ratio_loop, remap_host, remap_unique
 from .captured import CapturedStep
@@ -14,7 +18,24 @@ from .reference import complex_linear_reference, fisher_ratio_reference, remap_r
 from .study import fresh, run
 from .train import BadLabelsError, step_losses, train_epoch
 
-Check = tuple[str, bool, str]
+
+def under(x: float) -> str:
+    """A measured gap as the power of ten it stays under ('< 1e-06'), or '0': the same on every run that passes."""
+    if x == 0:
+        return "0"
+    if not math.isfinite(x):
+        return str(x)
+    return f"< {10.0 ** (math.floor(math.log10(x)) + 1):.0e}"
+
+
+def _worst(pairs, rtol: float, atol: float) -> tuple[float, bool]:
+    """The largest |a - b| over tensor pairs, and whether every pair is within atol + rtol * |b| (torch.allclose)."""
+    worst, ok = 0.0, True
+    for a, b in pairs:
+        a, b = a.detach().double(), b.detach().double()
+        worst = max(worst, float((a - b).abs().max()) if a.numel() else 0.0)
+        ok &= bool(torch.allclose(a, b, rtol=rtol, atol=atol))
+    return worst, ok
 
 
 def remap_checks(batches, num_labels: int) -> list[Check]:
@@ -23,23 +44,29 @@ def remap_checks(batches, num_labels: int) -> list[Check]:
     dev = batches[0][1].device
     cases = [y for _, y in batches[:4]] + [torch.tensor(v, device=dev) for v in
                                            ([0, 1, 2, 1], [3, 4, 5, 3], [4, 4, 4], [5, 0, 5, 2], [2, 1, 0, 3])]
-    agree, syncs = True, 0
+    wrong, syncs = [], 0
     for y in cases:
         ref = remap_reference(y.tolist())
         for f in (remap_host, remap_unique):
-            agree &= f(y, num_labels).labels.tolist() == ref
+            if f(y, num_labels).labels.tolist() != ref:
+                wrong.append(f.__name__)
         with count_host_syncs(dev) as c:
             out = remap_presence(y, num_labels)
         syncs += c.total
-        agree &= out.labels.tolist() == ref
-    return [("remaps equal the reference (0-2, 3-5, one class, unsorted, data)", agree, f"{len(cases)} label sets"),
-            ("presence-table remap: host syncs", syncs == 0, f"{syncs} syncs over {len(cases)} calls")]
+        if out.labels.tolist() != ref:
+            wrong.append("remap_presence")
+    calls = 3 * len(cases)
+    return [Check("remaps equal the reference (0-2, 3-5, one class, unsorted, data)", not wrong,
+                  f"{calls - len(wrong)} of {calls} calls equal (3 remaps x {len(cases)} label sets)"
+                  + (f"; wrong: {', '.join(sorted(set(wrong)))}" if wrong else "")),
+            Check("presence-table remap: host syncs", syncs == 0, f"{syncs} syncs over {len(cases)} calls (allowed 0)")]
 
 
 def separability_checks(model, batches, num_labels: int) -> list[Check]:
     """The vectorized ratio equals the loop (float32, rtol 1e-5: the same sums in another order)
     and the float64 reference (rtol 1e-4: float32 inputs), on the encoder means of real batches."""
     ok_loop = ok_ref = True
+    gap_loop = gap_ref = 0.0
     with torch.no_grad():
         for x, y in batches[:4]:
             r = remap_presence(y, num_labels)
@@ -47,18 +74,24 @@ def separability_checks(model, batches, num_labels: int) -> list[Check]:
             loop = fisher_ratio_loop(z, r.labels, r.n_classes)
             vec = fisher_ratio_vectorized(z, r.labels, r.n_classes, num_labels=num_labels)
             ok_loop &= torch.allclose(vec, loop, rtol=1e-5, atol=1e-7)
+            gap_loop = max(gap_loop, abs(vec.item() - loop.item()) / max(abs(loop.item()), 1e-30))
             ref = fisher_ratio_reference(z, r.labels)
             ok_ref &= abs(vec.item() - ref) <= 1e-4 * abs(ref) + 1e-7
-    return [("separability: vectorized equals the class loop", ok_loop, "rtol 1e-5"),
-            ("separability: vectorized equals the float64 reference", ok_ref, "rtol 1e-4")]
+            gap_ref = max(gap_ref, abs(vec.item() - ref) / max(abs(ref), 1e-30))
+    n = min(4, len(batches))
+    return [Check("separability: vectorized equals the class loop", ok_loop,
+                  f"largest relative gap {under(gap_loop)} over {n} batches (allowed 1e-05)"),
+            Check("separability: vectorized equals the float64 reference", ok_ref,
+                  f"largest relative gap {under(gap_ref)} over {n} batches (allowed 1e-04)")]
 
 
 def complex_linear_check(device) -> list[Check]:
     torch.manual_seed(0)
     layer = ComplexLinear(7, 5).to(device)
     h = torch.randn(3, 14, device=device)
-    ok = torch.allclose(layer(h).double(), complex_linear_reference(layer, h), rtol=1e-5, atol=1e-6)
-    return [("ComplexLinear equals (A + iB) h + b in complex128", ok, "rtol 1e-5")]
+    worst, ok = _worst([(layer(h), complex_linear_reference(layer, h))], rtol=1e-5, atol=1e-6)
+    return [Check("ComplexLinear equals (A + iB) h + b in complex128", ok,
+                  f"largest |difference| {under(worst)} (allowed 1e-06 + 1e-05 x |value|)")]
 
 
 def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int, device) -> list[Check]:
@@ -69,18 +102,23 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     _, mb = run(step_config("baseline"), batches, **kw)
     _, mo = run(step_config("optimized", sep_grad=False), batches, **kw)
     exact = torch.device(device).type == "cpu"
+    pairs = list(zip(mb.parameters(), mo.parameters()))
+    differ = sum(not torch.equal(p, q) for p, q in pairs)
     if exact:  # the same kernels in the same order on the same data: bit for bit
-        same = all(torch.equal(p, q) for p, q in zip(mb.parameters(), mo.parameters()))
+        same, rule = differ == 0, f"{differ} of {len(pairs)} parameter tensors differ (allowed: none, bit for bit)"
     else:  # a GPU BLAS may pick another kernel between two runs (workspace, alignment): rounding only
-        same = all(torch.allclose(p, q, rtol=1e-5, atol=1e-7) for p, q in zip(mb.parameters(), mo.parameters()))
+        worst, same = _worst(pairs, rtol=1e-5, atol=1e-7)
+        rule = f"largest |difference| {under(worst)} (allowed 1e-07 + 1e-05 x |value|)"
     _, gb = run(step_config("baseline", sep_grad=True), batches, **kw)
     _, go = run(step_config("optimized", sep_grad=True), batches, **kw)
-    close = all(torch.allclose(p, q, rtol=1e-4, atol=1e-5) for p, q in zip(gb.parameters(), go.parameters()))
-    steers = not all(torch.equal(p, q) for p, q in zip(mo.parameters(), go.parameters()))
+    worst, close = _worst(zip(gb.parameters(), go.parameters()), rtol=1e-4, atol=1e-5)
+    changed = sum(not torch.equal(p, q) for p, q in zip(mo.parameters(), go.parameters()))
     n = len(batches)
-    return [(f"same parameters after {n} steps, no_grad separability", same, "bit-identical" if exact else "rtol 1e-5"),
-            (f"same parameters after {n} steps, separability gradient", close, "rtol 1e-4"),
-            ("the separability gradient changes the weights", steers, "sep_grad True vs False")]
+    return [Check(f"same parameters after {n} steps, no_grad separability", same, rule),
+            Check(f"same parameters after {n} steps, separability gradient", close,
+                  f"largest |difference| {under(worst)} (allowed 1e-05 + 1e-04 x |value|)"),
+            Check("the separability gradient changes the weights", changed > 0,
+                  f"{changed} of {len(pairs)} parameter tensors differ, sep_grad True vs False (needed: some)")]
 
 
 def bad_label_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int, device) -> list[Check]:
@@ -96,7 +134,8 @@ def bad_label_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
             raised = False
         except err:
             raised = True
-        out.append((f"{impl}: a label outside [0, {train_cfg.num_labels}) raises", raised, err.__name__))
+        out.append(Check(f"{impl}: a label outside [0, {train_cfg.num_labels}) raises", raised,
+                         f"{err.__name__} raised" if raised else f"nothing raised (expected {err.__name__})"))
     return out
 
 
@@ -111,11 +150,12 @@ def fullgraph_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
         fn = torch.compile(step_losses, backend="eager", fullgraph=True)
         try:
             fn(model, x, y, 1, step_config(impl), train_cfg)
-            captured = True
-        except Exception:  # dynamo's Unsupported / UserError on a data-dependent host read
-            captured = False
+            captured, seen = True, "one graph"
+        except Exception as e:  # dynamo's Unsupported / UserError on a data-dependent host read
+            captured, seen = False, f"refused ({type(e).__name__})"
         verb = "captures" if want else "cannot capture"
-        out.append((f"dynamo {verb} the {impl} losses in one graph", captured == want, "fullgraph=True"))
+        out.append(Check(f"dynamo {verb} the {impl} losses in one graph", captured == want,
+                         f"fullgraph=True: {seen}"))
     torch._dynamo.reset()
     return out
 
@@ -158,8 +198,21 @@ def captured_checks(captured: CapturedStep, compiled, curves: dict, batches, rto
         refused = "captured for" in str(e)
     untouched = captured.step == step and all(torch.equal(p, q) for p, q in zip(before, captured.model.parameters()))
     n = len(curves["captured"])
-    return [(f"captured: compiled once, no recompile in {n} steps", once,
-             f"{compiled.compiles} compile(s), {compiled.recompiles} recompile(s)"),
-            (f"captured: curves equal the optimized step's over {min(n, CHECKED_STEPS)} steps", all(same.values()),
-             f"rtol {rtol:g}"),
-            ("captured: a batch of another shape raises, nothing runs", refused and untouched, "ValueError")]
+    steps = min(n, CHECKED_STEPS)
+    gap = max(_gap(curves["optimized"].values[k][:steps], curves["captured"].values[k][:steps])
+              for k in curves["optimized"].values)
+    return [Check(f"captured: compiled once, no recompile in {n} steps", once,
+                  f"{compiled.compiles} compile(s), {compiled.recompiles} recompile(s)"),
+            Check(f"captured: curves equal the optimized step's over {steps} steps", all(same.values()),
+                  f"largest relative gap {under(gap)} (allowed {rtol:.0e})"),
+            Check("captured: a batch of another shape raises, nothing runs", refused and untouched,
+                  ("ValueError raised" if refused else "no ValueError")
+                  + ("; weights and step count unchanged" if untouched else "; the step ran"))]
+
+
+def curve_check(a, b, rtol: float, what: str) -> Check:
+    """EpochLog `b` equals `a` at every step to `rtol` (relative to max(1, |a|)), with the largest gap."""
+    same = curves_agree(a, b, rtol=rtol)
+    return Check(f"{what} over {len(a)} steps", all(same.values()),
+                 f"largest relative gap {under(curve_gap(a, b))} (allowed {rtol:.0e})"
+                 + ("" if all(same.values()) else f"; differ: {', '.join(k for k, ok in same.items() if not ok)}"))

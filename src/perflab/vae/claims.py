@@ -1,105 +1,178 @@
-"""05_vae_sync: the seed's claims and the issues' targets as data, each beside the rule that gives its verdict.
+"""05_vae_sync: the seed's claims and the issues' targets as data (`perflab.claims`), what measures each, and the
+sentences of this run. The rule of every verdict is the kit's (`perflab.verdicts.judge`): the whole interval on the
+claim's side: "holds" ("fixed" for `sep_grad`, a defect this study repairs); wholly on the other side: "does not
+hold", or "partly holds" when the whole interval still passes `partly`; straddling: "within noise"; a claim about a
+setup this run does not have (batch 64 on CUDA, the CPU's op count on a GPU): "not tested here (measured ...)".
 
-Every claim is judged by `perflab.verdicts.judge` on a `Measured` (a value and the interval it is known to):
-- timings give an interval (p20/p80 of each side, combined conservatively), counts and checks are exact;
-- the whole interval on the claim's side: "holds" ("fixed" for a defect this study repairs);
-- the interval straddles the claimed number: "within noise";
-- the whole interval short of it: "partly holds" when the whole interval still shows a real effect (`partly`:
-  a speedup above MIN_GAIN, a saving above MIN_SHARE of the baseline's epoch, a tenfold target's real
-  reduction), "within noise" when that smaller effect itself cannot be told from none, else "does not hold".
-  (Stricter than judge's own `partly`, which reads the median: a verdict flips only when the whole interval
-  crosses a threshold, not when a median wobbles across it.)
-- a claim about a mechanism this device does not have (CUDA graphs and launches on a CPU, the CPU's op
-  count on a GPU): "not tested here", with what was measured still in the sentence.
-Sentences with numbers are built here from the run (`assess`), never typed into the notebook.
+What measures each claim:
+- the seed's savings (seconds per epoch): `decide_saving` in paired rounds between the configurations before and
+  after the change (SAVINGS), each call `log_every` steps (one metric read per window inside it), scaled to an
+  epoch of `epoch_batches` steps. Their `partly` is a fixed number, SAVING_PARTLY = 1 s per epoch: a real but
+  smaller saving, about 3% of the H100 baseline's epoch at batch 64 (7.3 ms per step, 1a70d9c). A claim is data
+  fixed at import; before issue 30 this threshold was 2% of the run's own baseline epoch, set from the run.
+- the remap costs (ms per call): `decide_value` over blocks of ~1 ms of calls (`decide_remaps`): the median block's
+  time per call and its 99% interval, drawn until it settles the claim.
+- the speed targets at batch 64 on CUDA: `decide_speedup` in paired rounds, baseline against optimized / captured
+  (SPEEDUPS); off that setup nothing is timed for them (the timing table's ratio of medians is in the sentence).
+- counts (host syncs, launch calls, ops dispatched) and pass/fail facts (same curves, the gradient steers): exact.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import time
+from collections.abc import Callable
 
-from ..bench import speedup, speedup_range, summary
-from ..verdicts import Measured, judge, log_claims
+from ..claims import Claim, ClaimError, Claims, verdict_text
+from ..env import synchronize
+from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_value
 from .checks import CHECKED_STEPS
-from .study import DRAWS, GRAPH_CALLS, MATMULS
+from .config import single_changes
+from .params import VAEParams
+from .study import DRAWS, GRAPH_CALLS, MATMULS, trainer
 
-MIN_GAIN = 1.05     # a speedup below this is within this study's noise on a shared CPU
-MIN_SHARE = 0.02    # a saving below 2% of the baseline's epoch is not a real effect here
+MIN_GAIN = 1.05       # a speedup below this is a real but negligible effect: "partly holds" needs the interval above
+SAVING_PARTLY = 1.0   # seconds per epoch: a real but smaller saving (module doc)
 # "a few launches per step": the captured step's host calls that start device work other than its input copies
 # (reported apart): one cudaGraphLaunch, and the two RNG-state fills CUDA graphs that draw random numbers launch
 # before each replay (PyTorch PR #143777: replay_prologue's seed/offset fill_)
 CAPTURED_LAUNCHES = 3
+GPU_64 = {"batch": 64, "device": "cuda"}   # the GPU preset's setup
 
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    key: str
-    text: str                      # what the seed (or the issue) says
-    claimed: str                   # its number, as written
-    source: str                    # "seed 002", "issue 13", ...
-    at_least: float | None = None  # the claim: measured value >= at_least (or <= at_most)
-    at_most: float | None = None
-    partly: float | None = None    # a real but smaller effect (module doc); savings: set from the run
-    needs: str = ""                # "cuda" / "cpu": the mechanism only exists there
-    fix: bool = False              # a defect this study repairs: "fixed" when it holds
-
-
-# The seed's savings per 5000-batch epoch: (key, text, claimed, low s, high s, before, after) where before and
-# after name the implementations (single_changes) between which the change is measured.
-SAVINGS = (
-    ("remap", "Label remapping GPU-side (torch.unique) saves 60-115 s/epoch", "60-115 s/epoch", 60.0, 115.0,
-     "baseline", "remap torch.unique (seed 1)"),
-    ("lazy", "Lazy metric extraction (tensors in the dict) saves 40 s/epoch", "40 s/epoch", 40.0, 40.0,
-     "baseline", "metrics on device, read every step (seed 2)"),
-    ("deferred", "Deferred CPU calls (read at display time) save 5-8 s/epoch", "5-8 s/epoch", 5.0, 8.0,
-     "metrics on device, read every step (seed 2)", "metrics on device, read every N (seed 3)"),
-    ("total", "The three together save 2-5 min/epoch", "2-5 min/epoch (105-163 s in its table)", 105.0, 300.0,
-     "baseline", "seed's three together"),
-)
-
-CLAIMS = tuple(Claim(k, text, claimed, "seed 002", at_least=lo) for k, text, claimed, lo, _, _, _ in SAVINGS) + (
-    Claim("remap_host_ms", "The CPU round-trip remap costs 13-25 ms per batch", "13-25 ms", "seed 002", at_least=13.0),
-    Claim("remap_unique_ms", "The GPU-side remap costs ~1-2 ms per batch", "1-2 ms", "seed 002", at_least=1.0),
+_SAVING = dict(partly=SAVING_PARTLY, source="seed 002",
+               metric="seconds saved per epoch: paired rounds of log_every steps before and after the change")
+CLAIMS = Claims(
+    Claim("remap", "Label remapping GPU-side (torch.unique) saves 60-115 s/epoch", "60-115 s/epoch", at_least=60.0,
+          **_SAVING),
+    Claim("lazy", "Lazy metric extraction (tensors in the dict) saves 40 s/epoch", "40 s/epoch", at_least=40.0,
+          **_SAVING),
+    Claim("deferred", "Deferred CPU calls (read at display time) save 5-8 s/epoch", "5-8 s/epoch", at_least=5.0,
+          **_SAVING),
+    Claim("total", "The three together save 2-5 min/epoch", "2-5 min/epoch (105-163 s in its table)", at_least=105.0,
+          **_SAVING),
+    Claim("remap_host_ms", "The CPU round-trip remap costs 13-25 ms per batch", "13-25 ms", at_least=13.0,
+          source="seed 002", metric="ms per call of remap_host: blocks of ~1 ms of calls, median and 99% interval"),
+    Claim("remap_unique_ms", "The GPU-side remap costs ~1-2 ms per batch", "1-2 ms", at_least=1.0, source="seed 002",
+          metric="ms per call of remap_unique: blocks of ~1 ms of calls, median and 99% interval"),
     Claim("unique_syncs", "The GPU-side remap (torch.unique) takes the remap off the host", "GPU-side only",
-          "seed 002", at_most=0),
+          at_most=0, source="seed 002", metric="host syncs of one torch.unique remap"),
     Claim("integrity", "Algorithm integrity: NO changes to forward pass, loss, gradient flow", "unchanged",
-          "seed 002", at_least=1),
+          at_least=1, source="seed 002", metric="1 when baseline and optimized curves are equal to rounding"),
     Claim("sep_grad", "The separability term shapes the latent space (computed under no_grad in the origin)",
-          "J steers the encoder", "research note", at_least=1, fix=True),
-    Claim("optimized_syncs", "Zero host syncs inside the optimized step", "0", "issue 6", at_most=0),
+          "J steers the encoder", at_least=1, fixed=True, source="research note",
+          metric="1 when the separability gradient changes the weights"),
+    Claim("optimized_syncs", "Zero host syncs inside the optimized step", "0", at_most=0, source="issue 6",
+          metric="host syncs in the step, the metric reads excluded"),
     Claim("optimized_2x", "The optimized step >= 2x faster than the baseline at batch 64 (GPU preset)", "2x",
-          "issue 6", at_least=2.0, partly=MIN_GAIN, needs="cuda"),
+          at_least=2.0, partly=MIN_GAIN, setup=GPU_64, source="issue 6",
+          metric="baseline / optimized time per step: paired rounds of log_every steps"),
     Claim("captured_math", "The captured step keeps the optimized step's math (loss curves equal to rounding)",
-          "same curves", "issue 13", at_least=1),
-    Claim("captured_syncs", "Zero host syncs inside the captured step", "0", "issue 13", at_most=0),
+          "same curves", at_least=1, source="issue 13",
+          metric="1 when the captured curves equal the optimized step's to rounding"),
+    Claim("captured_syncs", "Zero host syncs inside the captured step", "0", at_most=0, source="issue 13",
+          metric="host syncs in the step (its eager form), the metric reads excluded"),
     Claim("captured_10x", "The captured step >= 10x faster than the baseline at batch 64 (GPU preset)", "10x",
-          "issue 13", at_least=10.0, partly=MIN_GAIN, needs="cuda"),
+          at_least=10.0, partly=MIN_GAIN, setup=GPU_64, source="issue 13",
+          metric="baseline / captured time per step: paired rounds of log_every steps"),
     Claim("captured_launches", "The captured step: at most a few launches per step (one graph replay)",
-          f"<= {CAPTURED_LAUNCHES} launch calls besides the input copies", "issue 13", at_most=CAPTURED_LAUNCHES,
-          needs="cuda"),
+          f"<= {CAPTURED_LAUNCHES} launch calls besides the input copies", at_most=CAPTURED_LAUNCHES,
+          setup={"device": "cuda"}, source="issue 13",
+          metric="graph + kernel launch calls into the CUDA runtime per step (profiler)"),
     Claim("cpu_ops_10x", "On CPU: >= 10x fewer aten ops dispatched per step than the baseline", "10x",
-          "issue 13", at_least=10.0, partly=2.0, needs="cpu"),
-)
+          at_least=10.0, partly=2.0, setup={"device": "cpu"}, source="issue 13",
+          metric="aten ops per step, baseline over captured (profiler)"),
+    headline="captured_10x", params=VAEParams)
+
+# What each timed claim compares, by implementation name (`single_changes`, or "captured"): before, after
+SAVINGS = {"remap": ("baseline", "remap torch.unique (seed 1)"),
+           "lazy": ("baseline", "metrics on device, read every step (seed 2)"),
+           "deferred": ("metrics on device, read every step (seed 2)", "metrics on device, read every N (seed 3)"),
+           "total": ("baseline", "seed's three together")}
+SPEEDUPS = {"optimized_2x": "optimized", "captured_10x": "captured"}
+REMAPS = {"remap_host_ms": "remap_host", "remap_unique_ms": "remap_unique"}
 
 
-def verdict(c: Claim, m: Measured | None, device_type: str) -> str:
-    """The verdict of `c` on `m` (module doc)."""
-    v = judge(m, at_least=c.at_least, at_most=c.at_most, needs=c.needs, device_type=device_type)
-    if v == "does not hold" and c.partly is not None and c.at_least is not None:
-        smaller = judge(m, at_least=c.partly)  # short of the claim: is a smaller effect real?
-        v = {"holds": "partly holds", "within noise": "within noise", "does not hold": "does not hold"}[smaller]
-    return "fixed" if v == "holds" and c.fix else v
+def _validate() -> None:
+    """Every key and implementation named above exists: a typo fails at import, before anything is timed."""
+    names = set(single_changes()) | {"captured"}
+    for key in (*SAVINGS, *SPEEDUPS, *REMAPS):
+        CLAIMS[key]  # a ClaimError names the key and the claims there are
+    wrong = sorted({n for pair in SAVINGS.values() for n in pair} - names | set(SPEEDUPS.values()) - names)
+    if wrong:
+        raise ClaimError(f"no implementation {', '.join(map(repr, wrong))}; the implementations: {sorted(names)}")
+
+
+_validate()
+
+
+def headline(device_type: str) -> str:
+    """The claim each device can measure of the captured step's target: its ops on a CPU, its speed elsewhere."""
+    return "cpu_ops_10x" if device_type == "cpu" else "captured_10x"
+
+
+def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, captured=None, model_cfg, train_cfg,
+                 seed: int, device) -> dict[str, Decision | None]:
+    """The timed claims, each decided in paired rounds (`perflab.verdicts`, at most `cfg.verdict_time` seconds of
+    rounds, stopped once decided): the savings by `decide_saving`, the speed targets by `decide_speedup` where this
+    run is their setup (else None: not timed). A call is one epoch over `batches` (log_every steps, the progress bar
+    drawn into `progress_file`), as the timing table times it; each implementation trains its own model from the
+    seed across its calls; `captured`: the captured step already compiled (and on CUDA recorded), reused as is.
+    `clock`: the study's (process time on a one-thread CPU run, else None: wall time, the device synchronized)."""
+    device_type = getattr(device, "type", str(device))
+    trainers = {}
+
+    def epoch(name):
+        if name not in trainers:
+            trainers[name] = captured if name == "captured" and captured is not None else \
+                trainer(impls[name], model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+        tr = trainers[name]
+        return lambda: tr.epoch(batches, progress=True, progress_file=progress_file)
+
+    rounds = dict(max_run_time=cfg.verdict_time, device=device, clock=clock)
+    out: dict[str, Decision | None] = {}
+    for key, (before, after) in SAVINGS.items():
+        out[key] = decide_saving(epoch(before), epoch(after), per=cfg.epoch_batches / len(batches),
+                                 **CLAIMS[key].rule, **rounds)
+    for key, name in SPEEDUPS.items():
+        off = CLAIMS[key].off_setup(cfg, device_type)
+        out[key] = None if off else decide_speedup(epoch("baseline"), epoch(name), **CLAIMS[key].rule, **rounds)
+    return out
+
+
+def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, device, clock=None,
+                  block: float = 0.001) -> dict[str, Decision]:
+    """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) timed in blocks of about
+    `block` seconds of calls (the device synchronized around a block; `clock`: the study's, default wall time),
+    one block a sample of the ms per call, by `decide_value` until the median's 99% interval settles the claim or
+    `cfg.verdict_time` seconds are spent."""
+    clock = clock or time.perf_counter
+    out = {}
+    for key, name in REMAPS.items():
+        f = fns[name]
+
+        def per_call_ms(f=f, n=1) -> float:
+            synchronize(device)
+            t0 = clock()
+            for _ in range(n):
+                f()
+            synchronize(device)
+            return (clock() - t0) / n * 1e3
+        one = sorted(per_call_ms() for _ in range(3))[1] / 1e3  # seconds of one call: the median of three
+        n = max(1, round(block / max(one, 1e-9)))
+        out[key] = decide_value(lambda f=f, n=n: per_call_ms(f, n), **CLAIMS[key].rule, quantity="ms per call",
+                                max_run_time=cfg.verdict_time, clock=clock)
+    return out
 
 
 @dataclasses.dataclass
 class Evidence:
     """What the notebook measured, by implementation name where it has one."""
     times: dict                # time per step at `batch` (Measurements): baseline, each change, optimized, captured
+    decisions: dict            # claim key -> Decision (decide_timed, decide_remaps), None where not timed
     syncs_per_step: dict       # host syncs per step, the loop's metric reads included
     step_syncs: dict           # host syncs inside the step itself (reads excluded): "optimized", "captured"
     launches: dict             # launches per step (kernels on CUDA, the aten-op proxy on CPU)
     host_launches: dict        # per implementation, host calls per step into the GPU runtime (study.host_calls)
-    remap_times: dict          # remap_host / remap_unique / remap_presence per call (Measurements)
     unique_remap_syncs: dict   # syncs of one torch.unique remap, by op
     curves: dict               # "baseline = optimized", "optimized = captured": equal to rounding (bool)
     curve_steps: int
@@ -111,18 +184,10 @@ class Evidence:
     device_kind: str
 
 
-def saving(base, other, steps: int) -> dict:
-    """Seconds saved over `steps` steps by `other` vs `base`: median and a conservative range
-    (base p20 - other p80, base p80 - other p20)."""
-    b, o = summary(base), summary(other)
-    return {"median_s": (b["median_s"] - o["median_s"]) * steps,
-            "lo_s": (b["p20_s"] - o["p80_s"]) * steps, "hi_s": (b["p80_s"] - o["p20_s"]) * steps}
-
-
-def _ratio(times: dict, name: str) -> Measured:
-    lo, hi = speedup_range(times["baseline"], times[name])
-    v = speedup(times["baseline"], times[name])
-    return Measured(v, min(lo, v), max(hi, v))
+def _ratio(times: dict, name: str) -> float:
+    """Baseline / `name` time per step from the timing table: the ratio of medians (a figure, never judged: the
+    table's few blocks give no useful 99% interval; the claims are decided in paired rounds)."""
+    return times["baseline"].median / times[name].median
 
 
 def _fewer(launches: dict) -> float:
@@ -130,23 +195,23 @@ def _fewer(launches: dict) -> float:
     return launches["baseline"] / launches["captured"] if launches["captured"] else math.inf
 
 
-def _ms(m) -> Measured:
-    s = summary(m)
-    return Measured(s["median_s"] * 1e3, s["p20_s"] * 1e3, s["p80_s"] * 1e3)
+def _rounds(d: Decision) -> str:
+    return f"{d.rounds} paired rounds, {d.seconds:.1f} s"
 
 
-def measurements(ev: Evidence) -> dict[str, tuple[Measured | None, str]]:
-    """Each claim's measurement and the sentence that says what it is (on this device)."""
+def measurements(ev: Evidence) -> dict[str, tuple[Measured | Decision | None, str]]:
+    """Each claim's measurement and the sentence that says what it is (on this device), for `CLAIMS.judge`."""
     out, dk, n = {}, ev.device_kind, ev.epoch_batches
-    base_epoch = summary(ev.times["baseline"])["median_s"] * n
-    for key, _, _, _, _, before, after in SAVINGS:
-        s = saving(ev.times[before], ev.times[after], n)
-        m = Measured(s["median_s"], min(s["lo_s"], s["median_s"]), max(s["hi_s"], s["median_s"]))
-        out[key] = (m, f"{s['median_s']:+.1f} s [{s['lo_s']:+.1f}, {s['hi_s']:+.1f}] per {n}-batch epoch on {dk} "
-                       f"({100 * s['median_s'] / base_epoch:+.1f}% of the baseline's {base_epoch:.0f} s)")
-    for key, impl in (("remap_host_ms", "remap_host"), ("remap_unique_ms", "remap_unique")):
-        m = _ms(ev.remap_times[impl])
-        out[key] = (m, f"{m.value:.3f} ms ({m.low:.3f}-{m.high:.3f}, p20-p80) per call on {dk}")
+    base_epoch = ev.times["baseline"].median * n
+    for key, (before, after) in SAVINGS.items():
+        d = ev.decisions[key]
+        out[key] = (d, f"{d.value:+.2f} s [{d.low:+.2f}, {d.high:+.2f}] per {n}-batch epoch on {dk}, {after} vs "
+                       f"{before} ({_rounds(d)}; {100 * d.value / base_epoch:+.1f}% of the baseline's "
+                       f"{base_epoch:.0f} s epoch)")
+    for key, impl in REMAPS.items():
+        d = ev.decisions[key]
+        out[key] = (d, f"{d.value:.4f} ms [{d.low:.4f}, {d.high:.4f}] per call of {impl} on {dk} ({d.rounds} blocks "
+                       f"of ~1 ms, {d.seconds:.2f} s)")
     u = sum(ev.unique_remap_syncs.values())
     out["unique_syncs"] = (Measured.exact(u), f"{u} syncs per call ({dict(ev.unique_remap_syncs)}) vs 2 for the CPU "
                                               f"round trip; the presence table: 0")
@@ -159,10 +224,12 @@ def measurements(ev: Evidence) -> dict[str, tuple[Measured | None, str]]:
         k = ev.step_syncs[impl]
         out[f"{impl}_syncs"] = (Measured.exact(k), f"{k} in the step; {ev.syncs_per_step[impl]:.2f} per step with "
                                                    f"the metric reads (one per log_every steps)")
-    for impl, key in (("optimized", "optimized_2x"), ("captured", "captured_10x")):
-        m = _ratio(ev.times, impl)
-        out[key] = (m, f"{m.value:.2f}x [{m.low:.2f}, {m.high:.2f}] (baseline / {impl}, per step, batch {ev.batch}) "
-                       f"on {dk}")
+    for key, impl in SPEEDUPS.items():
+        d = ev.decisions.get(key)
+        out[key] = ((d, f"{d.value:.2f}x [{d.low:.2f}, {d.high:.2f}] (baseline / {impl}, per step, batch {ev.batch}) "
+                        f"on {dk} ({_rounds(d)})") if d is not None else
+                    (None, f"{_ratio(ev.times, impl):.2f}x (baseline / {impl}, per step, batch {ev.batch}) on {dk}: "
+                           f"the timing table's ratio of medians, not judged"))
     cap = ev.curves["optimized = captured"]
     out["captured_math"] = (Measured.exact(int(cap)), f"optimized vs captured equal to rounding (checked over the "
                                                       f"first {min(ev.curve_steps, CHECKED_STEPS)} steps): {cap}; "
@@ -181,43 +248,25 @@ def measurements(ev: Evidence) -> dict[str, tuple[Measured | None, str]]:
     return out
 
 
-def assess(ev: Evidence) -> list[dict]:
-    """One row per claim: key, claim, source, seed (its number), measured (a sentence), verdict."""
-    found = measurements(ev)
-    base_epoch = summary(ev.times["baseline"])["median_s"] * ev.epoch_batches
-    rows = []
-    for c in CLAIMS:
-        if c.key in {k for k, *_ in SAVINGS}:  # a real saving: MIN_SHARE of the baseline's epoch
-            c = dataclasses.replace(c, partly=MIN_SHARE * base_epoch)
-        m, sentence = found[c.key]
-        rows.append({"key": c.key, "claim": c.text, "source": c.source, "seed": c.claimed, "measured": sentence,
-                     "verdict": verdict(c, m, ev.device_type)})
-    return rows
-
-
 def seed_table(ev: Evidence, rows: list[dict]):
-    """The seed's table with measured values: per-step saving, its extrapolation to an epoch, syncs removed
-    per step and the verdict (as `assess` gives it), and a last row for all of ours together."""
+    """The seed's table with measured values: the saving per step (the timing table's medians), per epoch (the
+    paired rounds' median and 99% interval), syncs removed per step, the verdict (`CLAIMS.judge`'s rows), and a
+    last row for all of ours together (medians only: no claim, no paired rounds)."""
     import pandas as pd
 
-    verdicts = {r["key"]: r["verdict"] for r in rows}
+    verdicts = {r["key"]: verdict_text(r) for r in rows}
     out = []
-    for key, text, claimed, _, _, before, after in SAVINGS + (("all", "All changes here (optimized, same math)",
-                                                                 "-", 0, 0, "baseline", "optimized"),):
-        s = saving(ev.times[before], ev.times[after], ev.epoch_batches)
-        out.append({"change": text.split(" save")[0], "seed claim": claimed,
-                    "saving per step": f"{s['median_s'] / ev.epoch_batches * 1e3:+.3f} ms",
-                    f"per {ev.epoch_batches}-batch epoch": f"{s['median_s']:+.1f} s [{s['lo_s']:+.1f}, {s['hi_s']:+.1f}]",
+    for key, (before, after) in {**SAVINGS, "all": ("baseline", "optimized")}.items():
+        per_step = ev.times[before].median - ev.times[after].median
+        d = ev.decisions.get(key)
+        epoch = f"{d.value:+.1f} s [{d.low:+.1f}, {d.high:+.1f}]" if d is not None else \
+            f"{per_step * ev.epoch_batches:+.1f} s (medians)"
+        change = CLAIMS[key].text.split(" save")[0] if key in SAVINGS else "All changes here (optimized, same math)"
+        out.append({"change": change, "seed claim": CLAIMS[key].claimed if key in SAVINGS else "-",
+                    "saving per step": f"{per_step * 1e3:+.3f} ms", f"per {ev.epoch_batches}-batch epoch": epoch,
                     "syncs removed per step": round(ev.syncs_per_step[before] - ev.syncs_per_step[after], 2),
                     "verdict": verdicts.get(key, "-")})
     return pd.DataFrame(out)
-
-
-def report(run, rows: list[dict], device_type: str) -> None:
-    """Log every claim and print it; the captured step's target on this device leads the report (on CUDA its
-    speed against the baseline, on a CPU its dispatched ops: the figure each device can measure)."""
-    lead = "captured_10x" if device_type == "cuda" else "cpu_ops_10x"
-    log_claims(run.log, rows, headline=next(r["claim"] for r in rows if r["key"] == lead))
 
 
 def reading(ev: Evidence, rows: list[dict], kinds: dict[str, float]) -> list[str]:
@@ -226,11 +275,11 @@ def reading(ev: Evidence, rows: list[dict], kinds: dict[str, float]) -> list[str
     v = {r["key"]: r["verdict"] for r in rows}
     unit = "kernels" if ev.device_type == "cuda" else "aten ops"
     out = [f"Per step at batch {ev.batch} on {ev.device_kind}: " + "; ".join(
-        f"{impl} {summary(ev.times[impl])['median_s'] * 1e3:.2f} ms, {ev.launches[impl]:.0f} {unit}"
+        f"{impl} {ev.times[impl].median * 1e3:.2f} ms, {ev.launches[impl]:.0f} {unit}"
         for impl in ("baseline", "optimized", "captured")) + "."]
     r, o = _ratio(ev.times, "captured"), _ratio(ev.times, "optimized")
-    out.append(f"The captured step runs at {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}] the baseline's speed "
-               f"(optimized: {o.value:.2f}x [{o.low:.2f}, {o.high:.2f}]).")
+    out.append(f"The captured step runs at {r:.2f}x the baseline's speed (optimized: {o:.2f}x; the timing table's "
+               f"ratios of medians).")
     ratio = _fewer(ev.launches)
     if ev.device_type != "cuda" and v["cpu_ops_10x"] != "holds":
         top = sorted(kinds.items(), key=lambda kv: -kv[1])
