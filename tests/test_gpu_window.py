@@ -226,3 +226,36 @@ def test_each_part_selects_its_tests_and_keeps_its_own_log(tmp_path, monkeypatch
     monkeypatch.delenv(gpucheck.PART_ENV)                                        # start full (--no-tests)
     rc, line = gpucheck.earlier_tests(out)
     assert rc == 1 and line.startswith("quick part: 13 passed") and "compiled part: 1 failed" in line
+
+
+def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_path, monkeypatch):
+    # `start tests` in the smoke's window: REPORT.md (the smoke's) keeps one lead section, now with both parts
+    import perflab.env
+
+    out, ran = tmp_path / "out", []
+    out.mkdir()
+    monkeypatch.setattr(perflab.env, "git_commit", lambda root=None: {"commit": "abc", "dirty": False})
+    (out / "gpu-tests-quick.txt").write_text(
+        "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
+    (out / "REPORT.md").write_text(f"{gpucheck.TESTS_HEADER}\n\npassed (quick part): 13 passed\n\n# perflab report\nbody\n")
+
+    def fake(out, commit):
+        ran.append(gpucheck.test_part())
+        gpucheck.test_log(out).write_text(gpucheck._header(commit, "compiled") + "== 12 passed in 250.0s ==\n")
+        return 0, "12 passed in 250.0s"
+
+    monkeypatch.setattr(gpucheck, "run_gpu_tests", fake)
+    monkeypatch.setenv(gpucheck.PART_ENV, "compiled")
+    assert gpucheck.main(["tests", "--out", str(out)]) == 0 and ran == ["compiled"]
+    text = (out / "REPORT.md").read_text()
+    assert text.count(gpucheck.TESTS_HEADER) == 1 and text.endswith("# perflab report\nbody\n")
+    assert "passed (compiled part): 12 passed in 250.0s" in text and "(quick part, an earlier run)" in text
+    assert gpucheck.main(["tests", "--out", str(out)]) == 0 and ran == ["compiled"]          # passed: skipped
+    assert "an earlier run at this commit" in (out / "REPORT.md").read_text()
+    assert gpucheck.main(["tests", "--out", str(out), "--redo"]) == 0 and len(ran) == 2
+
+
+def test_the_session_script_parses_and_refuses_an_unknown_start():
+    assert subprocess.run(["bash", "-n", str(SESSION)], capture_output=True).returncode == 0
+    r = _session(ROOT, "start", "everything")
+    assert r.returncode == 2 and "start smoke | tests | full" in r.stderr

@@ -13,6 +13,7 @@
 # There (from the project root, with .whl and .gpu-res carried), in back-to-back calls:
 #   bash tools/gpu-session.sh start smoke      # the quick GPU tests + all six notebooks on params/gpu-smoke/
 #                                              # (~5.6 min cold by params/gpu-smoke/ESTIMATE.md)
+#   bash tools/gpu-session.sh start tests      # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...)
 #   bash tools/gpu-session.sh start full --tests 04_early_exit   # the compiled GPU tests, then 04 on params/gpu/
 #   bash tools/gpu-session.sh start full 03_eval 05_vae_sync     # their params/gpu/ presets; no names: all six
 #   bash tools/gpu-session.sh wait 560         # until done or 560 s; packs the folder into $OUT/res.tgz and its
@@ -75,10 +76,11 @@ start)
   what=${1:?smoke|full}; shift
   tests=""
   case "$what" in
-    smoke) tests=quick; args=(gpu-check --params gpu-smoke) ;;
+    smoke) tests=quick; args=(perflab.cli gpu-check --params gpu-smoke) ;;
+    tests) tests=compiled; args=(perflab.gpucheck tests) ;;
     full)  [ "${1:-}" = --tests ] && { tests=compiled; shift; }
-           args=(gpu-check --params gpu); [ -z "$tests" ] && args+=(--no-tests) ;;
-    *) echo "start smoke|full [--tests] [NAME ...] [--redo] [-p NAME=VALUE ...]" >&2; exit 2 ;;
+           args=(perflab.cli gpu-check --params gpu); [ -z "$tests" ] && args+=(--no-tests) ;;
+    *) echo "start smoke | tests | full [--tests] [NAME ...] [--redo] [-p NAME=VALUE ...]" >&2; exit 2 ;;
   esac
   args+=("$@")
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -93,11 +95,11 @@ export PYTHONPATH=/tmp/site:/tmp/w/src PYTHONUNBUFFERED=1 JUPYTER_PATH=/tmp/jk/s
        PATH=/tmp/site/bin:\$PATH PERFLAB_COMMIT=$commit PERFLAB_GPU_TESTS=$tests
 kind=\$(python3 -c "from perflab.env import device_kind, pick_device; print(device_kind(pick_device('cuda')))")
 # the folder perflab gpu-check names (outputs/<gpu kind>/<commit>/), under $R; its compile caches in compile-cache/
-python3 -m perflab.cli ${args[*]} --out $R/\$kind/$short --no-progress >> $R/log.txt 2>&1
+python3 -m ${args[*]} --out $R/\$kind/$short$([ "$what" = tests ] || echo " --no-progress") >> $R/log.txt 2>&1
 echo "ALLDONE rc=\$?" >> $R/progress.log
 RUN
   (setsid nohup bash /tmp/w/.run.sh > /tmp/run.log 2>&1 < /dev/null &)
-  echo "started: perflab ${args[*]}${tests:+ (GPU tests: the $tests part)} -> $R/<gpu kind>/$short"
+  echo "started: python3 -m ${args[*]}${tests:+ (GPU tests: the $tests part)} -> $R/<gpu kind>/$short"
   ;;
 wait)
   end=$((SECONDS + ${1:-560}))
@@ -124,5 +126,5 @@ bring)
   tar -tzf "$from/res.tgz" | grep -E '^res/[^/]+/[^/]+/REPORT.md$' | sed 's|^res/|outputs/|'
   echo "for the next window carry .whl and .gpu-res ($(du -sh .gpu-res | cut -f1); with .whl and the tree, at most 64 MiB travel)"
   ;;
-*) echo "usage: gpu-session.sh prepare | start smoke | start full [--tests] [NAME ...] [--redo] | wait SECONDS | bring DIR" >&2; exit 2 ;;
+*) echo "usage: gpu-session.sh prepare | start smoke | start tests | start full [--tests] [NAME ...] [--redo] | wait SECONDS | bring DIR" >&2; exit 2 ;;
 esac

@@ -19,10 +19,11 @@ back finds the kernels already compiled.
 The GPU tests come in two parts on a host lent for minutes ($PERFLAB_GPU_TESTS; unset: all of them in one run):
 "quick" (`QUICK_GPU_TESTS`: eager code on CUDA, no inductor compile, no subprocess; `tools/gpu-session.sh start smoke`
 runs them with the smoke notebooks) and "compiled" (every other `-m gpu` test: inductor's kernels, CUDA graphs,
-torchrun, the new study, nbval; `start full --tests`). Each part keeps its own log (`gpu-tests-quick.txt`, ...), is
-skipped once it passed at this commit, and REPORT.md leads with every part's outcome found in the folder
-(params/gpu-smoke/ESTIMATE.md: why the split, and the windows).
+torchrun, the new study, nbval; `start tests`, or `start full --tests NAME ...`). Each part keeps its own log
+(`gpu-tests-quick.txt`, ...), is skipped once it passed at this commit, and REPORT.md leads with every part's outcome
+found in the folder (params/gpu-smoke/ESTIMATE.md: why the split, and the windows).
 
+    python -m perflab.gpucheck tests --out DIR             # the GPU tests alone (tools/gpu-session.sh start tests)
     python -m perflab.gpucheck wheels .whl                 # one version of each wheel (tools/gpu-session.sh prepare)
     python -m perflab.gpucheck pack-cache /tmp/res OUT     # the folder's compile caches into OUT/cache*.tgz
 """
@@ -246,7 +247,27 @@ def lead_report(report: Path, rc: int, summary: str) -> None:
             lines.append(f"{verdict(orc)} ({other} part, an earlier run): {line} (`{f.name}`)")
     head = f"{TESTS_HEADER}\n\n" + "\n\n".join(lines) + "\n\n"
     body = report.read_text() if report.exists() else ""
+    if body.startswith(TESTS_HEADER):  # an earlier lead (`python -m perflab.gpucheck tests`): replaced
+        i = body.find("\n# ")
+        body = body[i + 1:] if i >= 0 else ""
     report.write_text(head + body)
+
+
+def tests_alone(out: Path, redo: bool = False) -> int:
+    """The GPU tests ($PERFLAB_GPU_TESTS's part) into the run folder `out` without the notebooks (`tools/
+    gpu-session.sh start tests`): skipped when they passed there at this commit, compile caches in the folder's
+    compile-cache/, REPORT.md led by them. -> pytest's exit status (0 when skipped)."""
+    from .env import git_commit
+
+    commit, out = git_commit(), Path(out).resolve()
+    with compile_cache(out) as cache:
+        print(f"gpu-check: compile caches in {cache} ({folder_mib(cache):.1f} MiB already there)", flush=True)
+        passed = None if redo else earlier_pass(out, commit)
+        tests = (0, f"{passed} (an earlier run at this commit, kept in this folder)") if passed else \
+            run_gpu_tests(out, commit)
+    print(f"gpu-check: GPU tests {tests[1]}", flush=True)
+    lead_report(out / "REPORT.md", *tests)
+    return tests[0]
 
 
 # ---- the lent host's limits: wheels carried in, compile caches carried out --------------------------------------
@@ -369,7 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("dest", type=Path)
     c.add_argument("--limit-mib", type=float, default=16.0)
     c.add_argument("--parts", type=int, default=2)
+    t = sub.add_parser("tests", help="the GPU tests alone ($PERFLAB_GPU_TESTS's part) into a run folder")
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--redo", action="store_true", help="run them even if they passed there at this commit")
     args = ap.parse_args(argv)
+    if args.cmd == "tests":
+        return tests_alone(args.out, args.redo)
     if args.cmd == "wheels":
         found, dups = wheel_versions(args.folder), duplicate_wheels(args.folder)
         for name, files in dups.items():
