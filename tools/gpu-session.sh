@@ -13,7 +13,8 @@
 # There (from the project root, with .whl and .gpu-res carried), in back-to-back calls:
 #   bash tools/gpu-session.sh start smoke      # the quick GPU tests + all six notebooks on params/gpu-smoke/
 #                                              # (~5.6 min cold by params/gpu-smoke/ESTIMATE.md)
-#   bash tools/gpu-session.sh start tests      # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...)
+#   bash tools/gpu-session.sh start tests      # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;
+#                                              # `start tests all`: every GPU test, `start tests quick`: the smoke's)
 #   bash tools/gpu-session.sh start full --tests 04_early_exit   # the compiled GPU tests, then 04 on params/gpu/
 #   bash tools/gpu-session.sh start full 03_eval 05_vae_sync     # their params/gpu/ presets; no names: all six
 #   bash tools/gpu-session.sh wait 560         # until done or 560 s; packs the folder into $OUT/res.tgz and its
@@ -77,7 +78,8 @@ start)
   tests=""
   case "$what" in
     smoke) tests=quick; args=(perflab.cli gpu-check --params gpu-smoke) ;;
-    tests) tests=compiled; args=(perflab.gpucheck tests) ;;
+    tests) tests=compiled; case "${1:-}" in quick|compiled|all) tests=$1; shift ;; esac
+           args=(perflab.gpucheck tests) ;;
     full)  [ "${1:-}" = --tests ] && { tests=compiled; shift; }
            args=(perflab.cli gpu-check --params gpu); [ -z "$tests" ] && args+=(--no-tests) ;;
     *) echo "start smoke | tests | full [--tests] [NAME ...] [--redo] [-p NAME=VALUE ...]" >&2; exit 2 ;;
