@@ -1,17 +1,20 @@
 """The notebooks' correctness checks: the optimized paths against the reference, as named pass/fail results.
 
-Each function returns `(checks, info)`: `checks` maps a sentence to True/False (the notebook prints PASS or
-FAIL, logs each with `run.log.check` and stops on any failure), `info` holds the numbers behind them.
+Each function returns `(checks, info)`: `checks` is a list of `perflab.claims.Check` (name, passed, and a detail
+that says what was measured beside the rule: "0 of 880 successor lists differ (allowed 0)"), which the notebook
+passes to `perflab.claims.report_checks` (PASS / FAIL, logged; it stops on any failure); `info` holds the numbers
+behind them. The details are counts, so a checked cell prints the same on every run.
 """
 from __future__ import annotations
 
 import torch
 
+from ..claims import Check
 from ..syncs import count_host_operands, count_host_syncs
 from .data import random_kg, random_states
 from .engine import UnificationEngine
 from .evaluate import evaluate_with_corruptions
-from .links.ranking import rank_bounds, within_bounds
+from .links.ranking import rank_bounds
 from .policy import make_policy
 from .reference import Limits, ReferenceProver, prove_exhaustive, to_tuples
 from .rollout import STRATEGIES, RolloutResult
@@ -46,8 +49,8 @@ def bfs_vs_reference(kg, engine, queries: torch.Tensor, max_depth: int) -> dict:
     got = prove_exhaustive(engine, queries, max_depth)
     ref = ReferenceProver(kg, Limits.of(engine))
     want = torch.tensor([ref.prove(tuple(q), max_depth) for q in queries.tolist()])
-    return {"queries": len(queries), "agree": bool(torch.equal(got, want)), "provable": int((got > 0).sum()),
-            "depth": got}
+    return {"queries": len(queries), "agree": bool(torch.equal(got, want)), "differ": int((got != want).sum()),
+            "provable": int((got > 0).sum()), "depth": got}
 
 
 def step_syncs(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: int = 0) -> dict:
@@ -78,14 +81,17 @@ def correctness_03(kg, engine, policy, queries: torch.Tensor, max_depth: int, se
     eq = engine_vs_reference(kg, engine, n_states=400, seed=seed)
     bfs = bfs_vs_reference(kg, engine, queries, max_depth=bfs_depth)
     sy = step_syncs(kg, engine, policy, queries, max_depth, seed)
-    checks = {
-        f"engine successors equal the reference on {eq['states']} states ({eq['truncated']} with cut lists)":
-            eq["mismatches"] == 0,
-        f"BFS provability equals the reference on {bfs['queries']} queries (depth <= {bfs_depth})": bfs["agree"],
-        "derive and a policy step make no host sync (counted calls; CUDA's sync-debug warnings on a GPU)":
-            sy["syncs"] == 0,
-        "derive and a policy step take no host tensor on a device (meta)": sy["host_operands"] == 0,
-    }
+    checks = [
+        Check(f"engine successors equal the reference on {eq['states']} states ({eq['truncated']} with cut lists)",
+              eq["mismatches"] == 0, f"{eq['mismatches']} of {eq['states']} successor lists differ (allowed 0)"),
+        Check(f"BFS provability equals the reference on {bfs['queries']} queries (depth <= {bfs_depth})", bfs["agree"],
+              f"{bfs['differ']} of {bfs['queries']} shortest-proof depths differ (allowed 0)"),
+        Check("derive and a policy step make no host sync (counted calls; CUDA's sync-debug warnings on a GPU)",
+              sy["syncs"] == 0, f"{sy['syncs']} counted (allowed 0)" + (f": {sy['by_op']}" if sy["syncs"] else "")),
+        Check("derive and a policy step take no host tensor on a device (meta)", sy["host_operands"] == 0,
+              f"{sy['host_operands']} host tensors fed (allowed 0)"
+              + (f": {sy['host_by_op']}" if sy["host_operands"] else "")),
+    ]
     return checks, {"engine": eq, "bfs": bfs, "syncs": sy}
 
 
@@ -98,22 +104,39 @@ def ranks_across_batches(kg, engine, policy, queries, cs, batches, max_depth: in
                                           candidates=cs, step=step, seed=seed) for b in sorted(set(batches))}
     ref = evals[max(evals)]
     bounds = rank_bounds(ref.scores, ref.candidates, atol=1e-5)
-    same_ranks = all(within_bounds(r.ranks, bounds) for r in evals.values())
-    same_scores = all(torch.allclose(r.scores, ref.scores, rtol=1e-5, atol=1e-5) for r in evals.values())
-    return {f"ranks equal at batch sizes {sorted(evals)} up to float rounding, scores within 1e-5":
-            same_ranks and same_scores}, evals
+    off_ranks = sum(outside(r.ranks, bounds) for r in evals.values())
+    off_scores = sum(int((~torch.isclose(r.scores, ref.scores, rtol=1e-5, atol=1e-5)).sum()) for r in evals.values())
+    n = sum(r.ranks.numel() for r in evals.values())
+    return [Check(f"ranks equal at batch sizes {sorted(evals)} up to float rounding, scores within 1e-5",
+                  off_ranks == 0 and off_scores == 0,
+                  f"{off_ranks} of {n} ranks outside their tie bounds, {off_scores} scores off by more than 1e-5 "
+                  "(allowed 0)")], evals
 
 
-def agreement(results: dict[str, RolloutResult]) -> dict[str, bool]:
-    """Does every strategy give every candidate the full loop's steps, outcome and score (float32 rounding
-    of rows computed in batches of another size allowed: 1e-5), each written exactly once?"""
+def disagreements(results: dict[str, RolloutResult]) -> dict[str, int]:
+    """Per strategy, the candidates whose steps, outcome or score (float32 rounding of rows computed in batches of
+    another size allowed: 1e-5) differ from the full loop's, or whose outcome was not written exactly once."""
     ref = results["full"]
     out = {}
     for name, r in results.items():
-        out[name] = (torch.equal(r.steps.cpu(), ref.steps.cpu()) and torch.equal(r.proven.cpu(), ref.proven.cpu())
-                     and torch.allclose(r.score.cpu(), ref.score.cpu(), rtol=1e-5, atol=1e-5)
-                     and bool((r.records == 1).all()))
+        bad = ((r.steps.cpu() != ref.steps.cpu()) | (r.proven.cpu() != ref.proven.cpu())
+               | ~torch.isclose(r.score.cpu(), ref.score.cpu(), rtol=1e-5, atol=1e-5) | (r.records.cpu() != 1))
+        out[name] = int(bad.sum())
     return out
+
+
+def agreement(results: dict[str, RolloutResult]) -> dict[str, bool]:
+    """Does every strategy give every candidate the full loop's steps, outcome and score, each written once?"""
+    return {name: n == 0 for name, n in disagreements(results).items()}
+
+
+def strategies_match(label: str, results: dict[str, RolloutResult]) -> Check:
+    """One check: every strategy of `results` agrees with full on every candidate (`disagreements`)."""
+    bad = disagreements(results)
+    n = len(results["full"].steps)
+    return Check(f"{label}: all strategies agree", sum(bad.values()) == 0,
+                 f"{sum(bad.values())} of {n} candidates differ in any of {len(bad)} strategies (allowed 0)"
+                 + ("" if sum(bad.values()) == 0 else f": {bad}"))
 
 
 def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
@@ -127,26 +150,24 @@ def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
     res_f = run_strategies(family, batch, min_bucket)
     rank = {s: ranks(family_cs.unflatten(r.score.float(), fill=float("-inf")), family_cs) for s, r in res_f.items()}
     bounds = rank_bounds(family_cs.unflatten(res_f["full"].score.float(), fill=float("-inf")), family_cs, atol=1e-5)
-    checks = {
-        f"ladder ({len(ladder.candidates)} candidates): all strategies agree": all(agreement(res_l).values()),
-        "ladder: steps equal the designed proof lengths": torch.equal(res_l["full"].steps.cpu(), ladder.lengths),
-        f"{family.graph} ({len(family.candidates)} candidates): all strategies agree": all(agreement(res_f).values()),
-        f"{family.graph}: ranks equal across strategies up to float rounding":
-            all(within_bounds(r, bounds) for r in rank.values()),
-    }
+    off_len = int((res_l["full"].steps.cpu() != ladder.lengths).sum())
+    off_rank = sum(outside(r, bounds) for r in rank.values())
+    checks = [
+        strategies_match(f"ladder ({len(ladder.candidates)} candidates)", res_l),
+        Check("ladder: steps equal the designed proof lengths", off_len == 0,
+              f"{off_len} of {len(ladder.lengths)} differ (allowed 0)"),
+        strategies_match(f"{family.graph} ({len(family.candidates)} candidates)", res_f),
+        Check(f"{family.graph}: ranks equal across strategies up to float rounding", off_rank == 0,
+              f"{off_rank} of {sum(r.numel() for r in rank.values())} ranks outside their tie bounds (allowed 0)"),
+    ]
     assert set(res_l) == set(STRATEGIES)
     return checks, {"ladder": res_l, "family": res_f}
 
 
-def report(run, checks: dict) -> None:
-    """Log and print each check; raise if any failed (correctness before speed)."""
-    for name, ok in checks.items():
-        run.log.check(name, ok)
-        print("PASS" if ok else "FAIL", name)
-    failed = [n for n, ok in checks.items() if not ok]
-    if failed:
-        raise AssertionError(f"correctness failed: {failed}")
-
+def outside(r: torch.Tensor, bounds) -> int:
+    """How many ranks of `r` lie outside `rank_bounds`' interval (`within_bounds` as a count)."""
+    lo, hi = bounds
+    return int(((r < lo) | (r > hi)).sum())
 
 
 # ---- the search and the scores of every candidate (issue 23) ------------------------------------
@@ -175,12 +196,17 @@ def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: 
     with torch.inference_mode(), count_host_operands() as host:
         meta._chunk(cands[:4].to("meta"))
     n = len(cands)
-    checks = {
-        f"search (beam {width}, depth {depth}): each of its proofs exists within its depth (BFS, {n} candidates)": sound,
-        f"search (beam {engine.S}, depth {d_ex}) proves exactly what BFS proves within {d_ex} steps": complete,
-        "a search chunk makes no host sync and takes no host tensor on a device (meta)":
-            syncs.total + syncs.cuda_debug_warnings == 0 and host.total == 0,
-    }
+    n_unsound = int((found.proven.cpu() & ~((bfs > 0) & (bfs <= found.depth.cpu()))).sum())
+    n_diff = int((full.proven.cpu() != ((bfs > 0) & (bfs <= d_ex))).sum())
+    n_sync = syncs.total + syncs.cuda_debug_warnings
+    checks = [
+        Check(f"search (beam {width}, depth {depth}): each of its proofs exists within its depth (BFS, {n} "
+              "candidates)", sound, f"{n_unsound} of {int(found.proven.sum())} proofs not found by BFS (allowed 0)"),
+        Check(f"search (beam {engine.S}, depth {d_ex}) proves exactly what BFS proves within {d_ex} steps", complete,
+              f"{n_diff} of {n} candidates differ (allowed 0)"),
+        Check("a search chunk makes no host sync and takes no host tensor on a device (meta)",
+              n_sync == 0 and host.total == 0, f"{n_sync} syncs, {host.total} host tensors (allowed 0)"),
+    ]
     return checks, {"candidates": n, "proved": int(found.proven.sum()), "bfs_proved": int((bfs > 0).sum()),
                     "syncs": dict(syncs.by_op), "host_operands": dict(host.by_op)}
 
@@ -197,6 +223,7 @@ def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> dict:
     fitted = [lp.combination(s.feats).masked_fill(~s.cs.mask, float("-inf")) for s in sides]
     atol = 1e-5 * float(lp.combination.weights.abs().sum())   # features within 1e-5 -> the weighted sum's spread
     bounds = [torch.cat(b) for b in zip(*(rank_bounds(f, s.cs, atol=atol) for f, s in zip(fitted, sides)))]
-    same = all(within_bounds(g[r], bounds) for g in got for r in g)
-    return {f"fitted ranks equal with the search at batch sizes {sorted(set(batches))} up to float rounding "
-            "(3 tie rules)": same}
+    off = sum(outside(g[r], bounds) for g in got for r in g)
+    n = sum(g[r].numel() for g in got for r in g)
+    return [Check(f"fitted ranks equal with the search at batch sizes {sorted(set(batches))} up to float rounding "
+                  "(3 tie rules)", off == 0, f"{off} of {n} ranks outside their tie bounds (allowed 0)")]

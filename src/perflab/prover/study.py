@@ -1,8 +1,10 @@
 """The measurements behind notebooks/03_eval and 04_early_exit, as functions (the notebooks call and plot them).
 
-03: `knowledge_graph`, `recompiles_by_tail`, `batch_sweep`, `floor_share`, `eval_variants`, `time_variants`.
-04: `ladder_workload`, `kg_workload`, `run_strategies`, `graphs_per_strategy`, `time_strategies`,
-    `row_step_seconds`, `trace_table`, `strategy_table`. Where a step's time goes: `profiles.py`.
+03: `knowledge_graph`, `recompiles_by_tail`, `batch_sweep`, `floor_share`, `eval_variants`, `variant_fn`,
+    `time_variants`.
+04: `ladder_workload`, `kg_workload`, `run_strategies`, `strategy_fn`, `graphs_per_strategy`, `time_strategies`,
+    `row_step_seconds`, `step_fns`, `trace_table`, `strategy_table`. Where a step's time goes: `profiles.py`. The timed
+    decisions on the claims (paired rounds): `claims.py`.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ..compiles import count_compiles, reset
 from ..env import synchronize
 from ..memory import peak_memory
 from ..paths import user_path
-from ..verdicts import Measured
+from ..verdicts import CONFIDENCE, Measured
 from . import baseline, optimized
 from .batching import step_bytes
 from .data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
@@ -88,11 +90,12 @@ def recompiles_by_tail(engine, policy, candidates: torch.Tensor, batch_sizes, ta
 @dataclasses.dataclass
 class SweepPoint:
     batch: int
-    measurement: object        # perflab.bench Measurement of one chunk's rollout (warm)
+    measurement: object        # perflab.bench Measurement of one chunk's rollout (warm): the sweep's rounds at this size
     steps: int                 # steps the chunk ran (its slowest candidate)
     first_call_s: float        # the first rollout at this size (compiles included when compiled)
     peak_bytes: int            # peak memory over entry during one rollout
     peak_method: str
+    rounds: tuple = ()         # seconds of the chunk in each of the sweep's rounds, in order (paired across sizes)
 
     @property
     def ms_per_candidate(self) -> float:
@@ -108,34 +111,61 @@ def fill(candidates: torch.Tensor, b: int) -> torch.Tensor:
     return candidates.repeat((b + len(candidates) - 1) // len(candidates), 1)[:b]
 
 
-def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, min_run_time: float,
-                max_run_time: float) -> list[SweepPoint]:
-    """One chunk of B candidates (the evaluation's, repeated to fill B) per batch size: first-call time,
-    warm time (perflab.bench.measure), steps run and peak memory."""
-    out = []
-    for b in batch_sizes:
-        chunk = fill(candidates, b)
-        with torch.inference_mode():
+def _measurement(times: list, *, label: str, sub_label: str, description: str, stmt: str, device) -> Measurement:
+    """A torch.utils.benchmark Measurement of single-call times measured here (one call per block)."""
+    spec = TaskSpec(stmt=stmt, setup="", global_setup="", label=label, sub_label=sub_label, description=description,
+                    env=str(device), num_threads=torch.get_num_threads())
+    return Measurement(number_per_run=1, raw_times=list(times), task_spec=spec)
+
+
+SWEEP_ROUNDS = 20   # at least: 99% intervals of the worst of up to ~1,000 size pairs stay bounded (claims.py)
+
+
+def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, rounds_time: float,
+                min_rounds: int = SWEEP_ROUNDS) -> list[SweepPoint]:
+    """One chunk of B candidates (the evaluation's, repeated to fill B) per batch size: the first call (compiles
+    included when compiled), steps run and peak memory; then warm calls in interleaved rounds, each round one chunk
+    at every size (the order reversed every other round), until `min_rounds` rounds and `rounds_time` seconds are
+    done. The rounds are paired: a shared machine's drift hits every size of a round alike, so the ratio of two
+    sizes is taken round by round (`claims.sweep_claims`); each size's rounds are also its Measurement (tables)."""
+    sizes = list(dict.fromkeys(batch_sizes))
+    dev = step.engine.device
+    chunks, first, runs, mems = {}, {}, {}, {}
+    with torch.inference_mode():
+        for b in sizes:
+            chunks[b] = fill(candidates, b)
             t0 = time.perf_counter()
-            res = rollout_full(step, chunk)
-            first = time.perf_counter() - t0
-            with peak_memory(step.engine.device) as mem:
-                rollout_full(step, chunk)
-            m = measure(lambda chunk=chunk: rollout_full(step, chunk), label="rollout of one chunk", sub_label=f"B={b}",
-                        description=f"{step.mode}/{step.backend}", min_run_time=min_run_time,
-                        max_run_time=max_run_time, warmup=0, device=step.engine.device)
-        out.append(SweepPoint(b, m, res.steps_executed, first, mem.delta_bytes, mem.method))
-    return out
+            runs[b] = rollout_full(step, chunks[b])
+            first[b] = time.perf_counter() - t0
+            with peak_memory(dev) as mems[b]:
+                rollout_full(step, chunks[b])
+        times: dict[int, list] = {b: [] for b in sizes}
+        started = time.perf_counter()
+        while len(times[sizes[0]]) < min_rounds or time.perf_counter() - started < rounds_time:
+            for b in sizes if len(times[sizes[0]]) % 2 == 0 else sizes[::-1]:
+                synchronize(dev)
+                t0 = time.perf_counter()
+                rollout_full(step, chunks[b])
+                synchronize(dev)
+                times[b].append(time.perf_counter() - t0)
+    return [SweepPoint(b, _measurement(times[b], label="rollout of one chunk", sub_label=f"B={b}",
+                                       description=f"{step.mode}/{step.backend}", stmt="rollout_full(...)", device=dev),
+                       runs[b].steps_executed, first[b], mems[b].delta_bytes, mems[b].method, tuple(times[b]))
+            for b in sizes]
 
 
-def floor_share(points, engine, policy, bandwidth: float):
-    """The floor (the step's predicted bytes over the copy bandwidth, us per candidate-step) over the best
-    measured point of the sweep, with its p20-p80 interval. -> (Measured share, floor_us, best point)."""
-    floor_us = 1e6 * step_bytes(engine, policy, 1) / bandwidth
+def floor_share(points, engine, policy, bandwidth: float, bandwidth_m, confidence: float = CONFIDENCE):
+    """The floor (the step's predicted bytes over the copy bandwidth, us per candidate-step) over the best point of
+    the sweep: the median copy time over the median chunk time, scaled by the bytes each moves, with the ratio's
+    `confidence` interval (`Measured.ratio`: the copy's and the chunk's timings are independent sets).
+    -> (Measured share, floor_us, best point)."""
+    per_step = step_bytes(engine, policy, 1)
+    floor_us = 1e6 * per_step / bandwidth
     best = min(points, key=lambda p: p.us_per_candidate_step)
-    s, per = summary(best.measurement), 1e6 / (best.batch * best.steps)
-    v = floor_us / best.us_per_candidate_step
-    return Measured(v, min(v, floor_us / (s["p80_s"] * per)), max(v, floor_us / (s["p20_s"] * per))), floor_us, best
+    copy_bytes = bandwidth * bandwidth_m.median            # bytes one timed copy moves (bench.memory_bandwidth)
+    share = Measured.ratio(bandwidth_m, best.measurement, confidence,
+                           scale=per_step * best.batch * best.steps / copy_bytes)
+    return share, floor_us, best
 
 
 def eval_variants(compile: str, backend: str) -> dict:
@@ -149,18 +179,26 @@ def eval_variants(compile: str, backend: str) -> dict:
     return out
 
 
+def variant_fn(kg, engine, policy, queries, cs, batch: int, max_depth: int, spec: tuple):
+    """One evaluation of the candidates as a variant (`eval_variants`' (compile, backend, padded tail)) runs it: a
+    callable on a step of its own (compiled on its first call)."""
+    compile, backend, pad = spec
+    st = GreedyStep(engine, policy, max_depth, compile=compile, backend=backend)
+
+    def fn():
+        return evaluate_with_corruptions(kg, engine, policy, queries, batch=batch, pad_tail=pad, max_depth=max_depth,
+                                         candidates=cs, step=st)
+    return fn
+
+
 def time_variants(kg, engine, policy, queries, cs, batch: int, max_depth: int, variants: dict, *,
                   min_run_time: float, max_run_time: float) -> dict:
     """Each variant from a fresh compile cache: the first evaluation (cold: compiles included) and a warm
     Measurement of the next ones. -> {name: dict(cold_s, m, ms_per_candidate)}."""
     out = {}
-    for name, (compile, backend, pad) in variants.items():
+    for name, spec in variants.items():
         reset()
-        st = GreedyStep(engine, policy, max_depth, compile=compile, backend=backend)
-
-        def fn(st=st, pad=pad):
-            return evaluate_with_corruptions(kg, engine, policy, queries, batch=batch, pad_tail=pad,
-                                             max_depth=max_depth, candidates=cs, step=st)
+        fn = variant_fn(kg, engine, policy, queries, cs, batch, max_depth, spec)
         t0 = time.perf_counter()
         fn()
         cold = time.perf_counter() - t0
@@ -218,6 +256,11 @@ def run_strategies(w: Workload, batch: int, min_bucket: int, strategies=STRATEGI
             for s in strategies}
 
 
+def strategy_fn(w: Workload, batch: int, strategy: str, min_bucket: int):
+    """One untraced run of `strategy` on the whole workload, as a callable (it ends on a host read)."""
+    return lambda: rollout(w.step, w.candidates, batch, strategy, min_bucket=min_bucket)
+
+
 def graphs_per_strategy(w: Workload, batch: int, min_bucket: int) -> dict[str, int]:
     """Graphs dynamo compiles for each strategy's loop body, in one fresh cache (`w.step`'s mode and
     backend; nothing when compile is off)."""
@@ -251,10 +294,8 @@ def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strat
             synchronize(dev)
             times[s].append(time.perf_counter() - t0)
             reads[s] = r.host_reads / max(1, r.steps_executed)
-    spec = dict(stmt="rollout(...)", setup="", global_setup="", label=w.name, env=str(dev),
-                sub_label=f"{len(w.candidates)} candidates, B={batch}", num_threads=torch.get_num_threads())
-    ms = {s: Measurement(number_per_run=1, raw_times=t, task_spec=TaskSpec(description=s, **spec))
-          for s, t in times.items()}
+    ms = {s: _measurement(t, label=w.name, sub_label=f"{len(w.candidates)} candidates, B={batch}", description=s,
+                          stmt="rollout(...)", device=dev) for s, t in times.items()}
     return ms, res, reads
 
 
@@ -265,6 +306,28 @@ def row_step_seconds(w: Workload, batch: int, *, min_run_time: float, max_run_ti
         m = measure(lambda: w.step(*slots), label=w.name, sub_label=f"one step, B={batch}", description="all active",
                     min_run_time=min_run_time, max_run_time=max_run_time, device=w.step.engine.device)
     return m.median / batch, m
+
+
+def step_fns(w: Workload, batch: int, active_at_most: float = 0.1):
+    """One step of `batch` slots (the workload's first candidates) with every row active, and one with at most
+    `active_at_most` of them active (the same chunk stepped until enough rows are done), each as a callable
+    (`GreedyStep.__call__` returns new slots: the inputs stay as they are, so every call does the same work).
+    -> (busy, idle, the idle slots' active fraction)."""
+    with torch.inference_mode():
+        busy = w.step.init(fill(w.candidates, batch))
+        idle = busy
+        for _ in range(w.step.max_depth):
+            if float((~idle.done).float().mean()) <= active_at_most:
+                break
+            idle = w.step(*idle)
+        share = float((~idle.done).float().mean())
+
+    def run(slots):
+        def fn():
+            with torch.inference_mode():
+                return w.step(*slots)
+        return fn
+    return run(busy), run(idle), share
 
 
 def trace_table(results: dict[str, RolloutResult]):
