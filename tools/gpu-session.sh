@@ -12,7 +12,7 @@
 #                                              # commit the copy is made of: the copy has no .git)
 # There (from the project root, with .whl and .gpu-res carried), in back-to-back calls:
 #   bash tools/gpu-session.sh start smoke      # the quick GPU tests + all six notebooks on params/gpu-smoke/
-#                                              # (~5.6 min cold by params/gpu-smoke/ESTIMATE.md)
+#                                              # (~5.7 min cold by params/gpu-smoke/ESTIMATE.md)
 #   bash tools/gpu-session.sh start tests      # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;
 #                                              # `start tests all`: every GPU test, `start tests quick`: the smoke's)
 #   bash tools/gpu-session.sh start full --tests 04_early_exit   # the compiled GPU tests, then 04 on params/gpu/
