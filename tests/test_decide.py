@@ -9,7 +9,7 @@ import random
 import pytest
 
 from perflab.bench import PairedTimer
-from perflab.verdicts import CONFIDENCE, Decision, Measured, decide_saving, decide_speedup, decide_value, median_interval
+from perflab.verdicts import CONFIDENCE, Decision, Measured, decide_saving, decide_speedup, decide_time, decide_value, median_interval
 
 
 class Clock:
@@ -168,3 +168,28 @@ def test_a_budget_too_short_for_any_interval_says_so():
     d = decide_speedup(base, opt, at_least=2.0, max_run_time=1.0, clock=clock)
     assert d.verdict == "within noise" and d.rounds < 9
     assert "the first 99% interval needs 9: give more time" in d.note
+
+
+def test_decide_time_against_a_number():
+    clock = Clock()
+    rng = random.Random(7)
+
+    def f():
+        clock.t += 2e-3 * math.exp(rng.gauss(0, 0.02))
+
+    d = decide_time(f, at_most=5.0, scale=1e3, quantity="ms per call", clock=clock)   # 2 ms against <= 5 ms
+    assert d.verdict == "holds" and d.quantity == "ms per call" and d.value == pytest.approx(2.0, rel=0.05)
+    with pytest.raises(TypeError, match="decide_time: fn must be a callable"):
+        decide_time(None, at_most=1)
+    with pytest.raises(ValueError, match="decide_time: block must be > 0"):
+        decide_time(f, at_most=1, block=0, clock=clock)
+
+
+def test_one_decision_judged_against_another_claims_threshold():
+    clock = Clock()
+    base, opt = sides(clock, random.Random(8), 1e-3, 3.0, spread=0.01, outliers=0.0)
+    d = decide_speedup(base, opt, at_least=2.0, clock=clock)
+    e = d.rejudge(at_least=4.0, partly=1.5)
+    assert (e.verdict, e.at_least, e.partly, e.rounds, e.value) == ("partly holds", 4.0, 1.5, d.rounds, d.value)
+    with pytest.raises(ValueError, match="exactly one"):
+        d.rejudge()

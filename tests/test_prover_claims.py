@@ -189,8 +189,9 @@ def test_judge_takes_what_04s_measuring_code_produces(ladder, device, monkeypatc
     rows = {r["key"]: r for r in claims.EARLY_EXIT_CLAIMS.judge(found, cfg=cfg, device=device)}
     assert set(rows) == set(claims.EARLY_EXIT_CLAIMS.keys)
     lead = "target_3x" if device is CPU else "target_4x"
-    assert isinstance(found[lead][0], Decision) and isinstance(found["early_exit"][0], Measured)
-    assert found["early_exit"][0] == found[lead][0].measured           # one decision's interval judges both
+    assert isinstance(found[lead][0], Decision) and isinstance(found["early_exit"][0], Decision)
+    assert found["early_exit"][0].measured == found[lead][0].measured  # one decision's interval judges both
+    assert found["early_exit"][0].rounds == found[lead][0].rounds and rows["early_exit"]["rounds"] >= 1
     off = "target_4x" if device is CPU else "target_3x"
     assert rows[off]["verdict"] == "not tested here" and rows[off]["why"] == f"measured on {device.type}"
     decided, skipped = ("bucketed_masked", "bucketed_full") if device is CPU else ("bucketed_full", "bucketed_masked")

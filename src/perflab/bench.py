@@ -26,7 +26,7 @@ from torch.utils.benchmark.utils.common import Measurement
 from .env import synchronize
 from .formatting import fmt_seconds
 
-__all__ = ["measure", "measure_interleaved", "PairedTimer", "summary", "fmt", "fmt_seconds", "speedup", "compare",
+__all__ = ["measure", "measure_interleaved", "BlockTimer", "PairedTimer", "summary", "fmt", "fmt_seconds", "speedup", "compare",
            "memory_bandwidth", "matmul_peak", "Measurement"]
 
 
@@ -78,61 +78,82 @@ def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: d
     return {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
 
 
+class BlockTimer:
+    """One callable timed in blocks: each call of the timer times one block of about `block` seconds of calls and
+    returns the seconds per call (a sample for `perflab.verdicts.decide_value` / `decide_time`).
+
+        t = BlockTimer(f, block=0.001, device=device)   # warms up and sizes the block
+        seconds_per_call = t()
+
+    The calls per block are set from single calls: one when a call already fills a block, else the median of three
+    (one may have been preempted). The device is synchronized before and after each block (`perflab.env.synchronize`,
+    so queued GPU work is inside the block that launched it; `device` None: the default device, resolved once here,
+    since the first CUDA query of a process costs ~0.1-0.3 s). `clock` replaces `time.perf_counter` (tests drive a
+    simulated one). `warmup` untimed calls come first (compiles, allocator growth, caches)."""
+
+    def __init__(self, fn: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
+                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None, name: str = "fn"):
+        from .env import pick_device
+
+        if not callable(fn):
+            raise TypeError(f"{name} must be a callable taking no arguments, got {type(fn).__name__}")
+        if isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0:
+            raise ValueError(f"block must be > 0 seconds, got {block!r}")
+        if warmup < 0:
+            raise ValueError(f"warmup must be >= 0, got {warmup!r}")
+        self.fn, self.clock = fn, clock or time.perf_counter
+        self.device = torch.device(device) if device is not None else pick_device("auto")
+        for _ in range(warmup):
+            fn()
+        t = self.time(1)
+        if t < block:
+            t = sorted([t, self.time(1), self.time(1)])[1]
+        self.calls = max(1, min(1_000_000, round(block / max(t, 1e-9))))
+
+    def time(self, n: int) -> float:
+        """Seconds per call over `n` calls, the device synchronized around them."""
+        synchronize(self.device)
+        t0 = self.clock()
+        for _ in range(n):
+            self.fn()
+        synchronize(self.device)
+        return (self.clock() - t0) / n
+
+    def __call__(self) -> float:
+        return self.time(self.calls)
+
+
 class PairedTimer:
-    """Two callables timed in paired rounds: each `round()` times one block of calls of `a` and one of `b`, in
-    alternating order (a b, b a, a b, ...), and returns the two times per call in seconds.
+    """Two callables timed in paired rounds: each `round()` times one block of calls of `a` and one of `b`
+    (`BlockTimer`s), in alternating order (a b, b a, a b, ...), and returns the two times per call in seconds.
 
         pt = PairedTimer(f_base, f_opt, block=0.001, device=device)   # warms up and sizes the blocks
         t_a, t_b = pt.round()
 
-    A block of each side lasts about `block` seconds (the calls per block are set from three single calls of each,
-    at least one call): both sides are then equally exposed to what else the machine does. Blocks are short (1 ms by
-    default): on a shared machine another process takes the core for milliseconds at a time, so a short block is
-    either untouched or visibly spoiled, and the median over many rounds reads the untouched ones; a long block
-    collects a varying number of interruptions and every round is noisy (measured: the 99.9% interval of a 1.5x
-    speedup under two busy processes on 2 cores, 2 s of rounds: [1.491, 1.502] with 1 ms blocks, [1.267, 1.888] with
-    10 ms). The device is synchronized before and after each block (`perflab.env.synchronize`, so queued GPU work
-    is inside the block that launched it; `device` None: the default device). `clock` replaces `time.perf_counter`
-    (tests drive a simulated one). `warmup` untimed calls of each side come first (compiles, allocator growth,
-    caches): compile time is never in a round."""
+    A block of each side lasts about `block` seconds: both sides are then equally exposed to what else the machine
+    does. Blocks are short (1 ms by default): on a shared machine another process takes the core for milliseconds at
+    a time, so a short block is either untouched or visibly spoiled, and the median over many rounds reads the
+    untouched ones; a long block collects a varying number of interruptions and every round is noisy (measured: the
+    99.9% interval of a 1.5x speedup under two busy processes on 2 cores, 2 s of rounds: [1.491, 1.502] with 1 ms
+    blocks, [1.267, 1.888] with 10 ms). `warmup` untimed calls of each side come first: compile time is never in a
+    round."""
 
     def __init__(self, a: Callable[[], object], b: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
                  device: torch.device | str | None = None, clock: Callable[[], float] | None = None):
         for name, f in (("a", a), ("b", b)):
             if not callable(f):
                 raise TypeError(f"PairedTimer: {name} must be a callable taking no arguments, got {type(f).__name__}")
-        if not block > 0:
-            raise ValueError(f"PairedTimer: block must be > 0 seconds, got {block!r}")
-        if warmup < 0:
-            raise ValueError(f"PairedTimer: warmup must be >= 0, got {warmup!r}")
-        from .env import pick_device
-
-        # resolved once, here: the first CUDA query of a process costs ~0.1-0.3 s, not to be paid inside a block
-        self.device = torch.device(device) if device is not None else pick_device("auto")
-        self.fns, self.clock = (a, b), clock or time.perf_counter
-        self.rounds = 0
         for _ in range(warmup):
             a(), b()
-        # how many calls fill a block: the median of three single calls (one may be preempted)
-        first = [sorted(self._block(side, 1) for _ in range(3))[1] for side in (0, 1)]
-        self.calls = tuple(max(1, min(1_000_000, round(block / max(t, 1e-9)))) for t in first)
-
-    def _sync(self) -> None:
-        synchronize(self.device)
-
-    def _block(self, side: int, n: int) -> float:
-        f = self.fns[side]
-        self._sync()
-        t0 = self.clock()
-        for _ in range(n):
-            f()
-        self._sync()
-        return (self.clock() - t0) / n
+        self.timers = tuple(BlockTimer(f, block=block, warmup=0, device=device, clock=clock, name=name)
+                            for name, f in (("a", a), ("b", b)))
+        self.calls = tuple(t.calls for t in self.timers)
+        self.rounds = 0
 
     def round(self) -> tuple[float, float]:
         """One block of each side, the order alternating from round to round: (a's, b's) seconds per call."""
         order = (0, 1) if self.rounds % 2 == 0 else (1, 0)
-        t = {side: self._block(side, self.calls[side]) for side in order}
+        t = {side: self.timers[side]() for side in order}
         self.rounds += 1
         return t[0], t[1]
 

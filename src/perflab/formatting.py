@@ -89,3 +89,13 @@ def speedup_text(ref_median: float, median: float, is_ref: bool) -> str:
 SPEEDUP_NOTE = ("speedup = the reference's median / this median (above 1: faster); the reference is the case's "
                 "baseline, else the benchmark's baseline, else the case's first row, else (cases named after "
                 "their implementation) the benchmark's first row")
+
+
+def under(x: float) -> str:
+    """A measured gap as the power of ten it stays under ('< 1e-06'), '0' for none: the same text on every run whose
+    gap stays in that decade, for a check's detail in a cell nbval compares."""
+    if x == 0:
+        return "0"
+    if not math.isfinite(x):
+        return str(x)
+    return f"< {10.0 ** (math.floor(math.log10(abs(x))) + 1):.0e}"

@@ -173,6 +173,16 @@ class Decision:
     def measured(self) -> Measured:
         return Measured(self.value, self.low, self.high)
 
+    def rejudge(self, *, at_least: float | None = None, at_most: float | None = None,
+                partly: float | None = None) -> Decision:
+        """The same measurement judged against another threshold (another claim about the same ratio). Valid: every
+        interval of the sequence holds at once with the stated confidence (module doc), so the one the rounds
+        stopped at covers the true median whatever rule stopped them; it may just be wider than that rule needs."""
+        _check_rule("rejudge", at_least, at_most, partly)
+        return dataclasses.replace(self, verdict=judge(self.measured, at_least=at_least, at_most=at_most,
+                                                       partly=partly), at_least=at_least, at_most=at_most,
+                                   partly=partly, note="")
+
     @property
     def interval(self) -> str:
         """'2.41 [2.30, 2.55] (99% interval, 12 rounds, 0.31 s)'"""
@@ -239,7 +249,7 @@ def _paired(who: str, quantity: str, baseline, optimized, of: Callable[[float, f
                             f"got {type(f).__name__}")
     _check_rule(who, at_least, at_most, partly)
     _check_budget(who, max_run_time, confidence)
-    if not isinstance(block, (int, float)) or not block > 0:
+    if isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0:
         raise ValueError(f"{who}: block must be > 0 seconds, got {block!r}")
     clock = clock or time.perf_counter
     _binom()
@@ -288,6 +298,40 @@ def decide_saving(baseline: Callable[[], object], optimized: Callable[[], object
     return _paired("decide_saving", "saving", baseline, optimized, lambda tb, to: (tb - to) * per,
                    at_least=at_least, at_most=at_most, partly=partly, max_run_time=max_run_time,
                    confidence=confidence, block=block, warmup=warmup, min_rounds=min_rounds, device=device, clock=clock)
+
+
+def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_most: float | None = None,
+                partly: float | None = None, scale: float = 1.0, quantity: str = "seconds per call",
+                max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = 0.001, warmup: int = 1,
+                device=None, clock: Callable[[], float] | None = None) -> Decision:
+    """The time per call of `fn()`, times `scale` (1e3: milliseconds), in blocks of ~`block` seconds of calls
+    (`perflab.bench.BlockTimer`, one block a sample) until its median's interval settles the claim or the budget is
+    spent: `decide_value` over blocks. A cost against a number, not against another version (that is
+    `decide_speedup`, whose paired rounds cancel the machine's drift)."""
+    import time
+
+    from .bench import BlockTimer
+    from .env import pick_device
+
+    if not callable(fn):
+        raise TypeError(f"decide_time: fn must be a callable taking no arguments, got {type(fn).__name__}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+        raise ValueError(f"decide_time: scale must be a number > 0, got {scale!r}")
+    _check_rule("decide_time", at_least, at_most, partly)
+    _check_budget("decide_time", max_run_time, confidence)
+    _binom()
+    device = pick_device(device if device is not None else "auto")
+    clock = clock or time.perf_counter
+    for _ in range(warmup):
+        fn()
+    started = clock()
+    try:
+        timer = BlockTimer(fn, block=block, warmup=0, device=device, clock=clock)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"decide_time: {e}") from None
+    return _sequential(lambda: scale * timer(), quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
+                       max_run_time=max_run_time, confidence=confidence, clock=clock, started=started,
+                       calls=(timer.calls,))
 
 
 def decide_value(measure_once: Callable[[], float], *, at_least: float | None = None, at_most: float | None = None,

@@ -10,6 +10,7 @@ import torch
 
 from ..claims import Check
 from ..compiles import count_compiles
+from ..formatting import under
 from ..syncs import count_host_syncs
 from . import losses, reference
 from .batches import PretokenizedCache, batch_on_the_fly
@@ -18,15 +19,6 @@ from .model import build_model
 from .params import LatentWireParams
 from .tokenizer import Tokenizer
 from .training import make_trainer
-
-
-def under(x: float) -> str:
-    """A measured gap as the power of ten it stays under ('< 1e-06'), or '0': the same on every run that passes."""
-    if x == 0:
-        return "0"
-    if not math.isfinite(x):
-        return str(x)
-    return f"< {10.0 ** (math.floor(math.log10(x)) + 1):.0e}"
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> bool:

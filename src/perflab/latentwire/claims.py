@@ -12,7 +12,7 @@ What measures each claim (MEASURED_BY, with the ablation variant that tests it i
 - "tokenize": the share of the baseline's time per sample that tokenizing takes: on-the-fly preparation against
   the cache gather of one sample, `decide_saving` in paired rounds, per = 1 / the baseline's median time per sample
   (its own spread is not in the interval);
-- "data_prep": the share that all on-the-fly preparation takes (the most a DataLoader can hide): `decide_value` over
+- "data_prep": the share that all on-the-fly preparation takes (the most a DataLoader can hide): `decide_time` over
   blocks of ~1 ms of one-sample preparations, each over the baseline's median time per sample;
 - "attention": one attention layer, eager against SDPA (fwd+bwd), `decide_speedup` at the study's LM length;
 - "amp": bf16 over fp32 at the largest batch the sweep measured in both, `decide_speedup` on a fresh pair (CUDA);
@@ -23,12 +23,9 @@ What measures each claim (MEASURED_BY, with the ablation variant that tests it i
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
 
 from ..claims import Claim, ClaimError, Claims
-from ..env import synchronize
-from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_value
+from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
 from .params import LatentWireParams
 
 MIN_GAIN = 1.05       # a real gain; below it, a ratio is a negligible effect
@@ -146,20 +143,6 @@ def decide_gains(trainers: dict, results: dict, *, cfg: LatentWireParams, device
     return out
 
 
-def block_timer(fn: Callable[[], object], device, *, block: float = 0.001) -> Callable[[], float]:
-    """A `decide_value` sample: seconds per call of `fn` over one block of about `block` seconds of calls (the calls
-    per block set from the median of three single calls; the device synchronized around a block)."""
-    def per_call(n: int) -> float:
-        synchronize(device)
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        synchronize(device)
-        return (time.perf_counter() - t0) / n
-    n = max(1, round(block / max(sorted(per_call(1) for _ in range(3))[1], 1e-9)))
-    return lambda: per_call(n)
-
-
 def decide_parts(cfg: LatentWireParams, examples, *, device, base, seq: int, sweep: dict,
                  sweep_toggles: dict) -> dict[str, Decision | None]:
     """The claims about a part of the step: one attention layer eager vs SDPA at the study's LM length `seq`
@@ -174,9 +157,8 @@ def decide_parts(cfg: LatentWireParams, examples, *, device, base, seq: int, swe
     out = {"flash_attention": decide_speedup(fns["manual"], fns["sdpa"], **CLAIMS["flash_attention"].rule, **rounds)}
     data = data_fns(cfg, examples, device)
     per_sample = base.measurement.median / base.samples_per_step  # seconds of the baseline's step per sample
-    fly = block_timer(data["on_the_fly"], device)
-    out["dataloader"] = decide_value(lambda: fly() / per_sample, **CLAIMS["dataloader"].rule,
-                                     quantity="share of the baseline's time per sample", max_run_time=cfg.verdict_time)
+    out["dataloader"] = decide_time(data["on_the_fly"], scale=1 / per_sample, **CLAIMS["dataloader"].rule,
+                                    quantity="share of the baseline's time per sample", **rounds)
     out["pretokenize"] = decide_saving(data["on_the_fly"], data["cache"], per=1 / per_sample,
                                        **CLAIMS["pretokenize"].rule, **rounds)
     batch = _amp_batch(sweep)

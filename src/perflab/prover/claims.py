@@ -319,9 +319,9 @@ def measure_early_exit(ladder, *, ms: dict, res: dict, busy: list, idle: list, n
     lead = next(c for c in RECYCLE if not c.off_setup(cfg, dt))          # early_exit has no setup: always one
     d = decide(lead, fn["full"], fn["recycle"], cfg, device)
     said = f"recycle over full on {where} in paired rounds; the table's medians: {table}"
-    also = f"{said} (the interval of {lead.key}'s {d.rounds} rounds{'; ' + d.note if d.note else ''})"
+    also = f"{said} (the rounds decided for {lead.key}, judged against this claim's threshold)"
     for c in RECYCLE:
-        out[c.key] = (d, said) if c is lead else (d.measured, also)
+        out[c.key] = (d, said) if c is lead else (d.rejudge(**c.rule), also)
     ideal = Measured(d.value * share, d.low * share, d.high * share)
     out["target_ideal"] = (ideal, f"recycle at {_x(ideal, '%')} of the ideal: recycle over full {_x(d.measured)} times "
                                   f"the useful share {share:.1%} ({res['recycle'].steps_executed} steps against full's "

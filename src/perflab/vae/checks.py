@@ -3,11 +3,10 @@ them with `report_checks`, which stops it on a failure. A detail says what was m
 that holds from run to run (nbval compares the printout): counts, and a gap as the power of ten it stays under."""
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ..claims import Check
+from ..formatting import under
 from ..syncs import count_host_syncs
 from .baseline import fisher_ratio_loop, remap_host, remap_unique
 from .captured import CapturedStep
@@ -17,15 +16,6 @@ from .optimized import fisher_ratio_vectorized, remap_presence
 from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
 from .study import fresh, run
 from .train import BadLabelsError, step_losses, train_epoch
-
-
-def under(x: float) -> str:
-    """A measured gap as the power of ten it stays under ('< 1e-06'), or '0': the same on every run that passes."""
-    if x == 0:
-        return "0"
-    if not math.isfinite(x):
-        return str(x)
-    return f"< {10.0 ** (math.floor(math.log10(x)) + 1):.0e}"
 
 
 def _worst(pairs, rtol: float, atol: float) -> tuple[float, bool]:

@@ -10,7 +10,7 @@ What measures each claim:
   epoch of `epoch_batches` steps. Their `partly` is a fixed number, SAVING_PARTLY = 1 s per epoch: a real but
   smaller saving, about 3% of the H100 baseline's epoch at batch 64 (7.3 ms per step, 1a70d9c). A claim is data
   fixed at import; before issue 30 this threshold was 2% of the run's own baseline epoch, set from the run.
-- the remap costs (ms per call): `decide_value` over blocks of ~1 ms of calls (`decide_remaps`): the median block's
+- the remap costs (ms per call): `decide_time` over blocks of ~1 ms of calls (`decide_remaps`): the median block's
   time per call and its 99% interval, drawn until it settles the claim.
 - the speed targets at batch 64 on CUDA: `decide_speedup` in paired rounds, baseline against optimized / captured
   (SPEEDUPS); off that setup nothing is timed for them (the timing table's ratio of medians is in the sentence).
@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 
 from ..claims import Claim, ClaimError, Claims, verdict_text
-from ..env import synchronize
-from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_value
+from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
 from .checks import CHECKED_STEPS
 from .config import single_changes
 from .params import VAEParams
@@ -142,26 +140,11 @@ def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, 
 def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, device, clock=None,
                   block: float = 0.001) -> dict[str, Decision]:
     """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) timed in blocks of about
-    `block` seconds of calls (the device synchronized around a block; `clock`: the study's, default wall time),
-    one block a sample of the ms per call, by `decide_value` until the median's 99% interval settles the claim or
-    `cfg.verdict_time` seconds are spent."""
-    clock = clock or time.perf_counter
-    out = {}
-    for key, name in REMAPS.items():
-        f = fns[name]
-
-        def per_call_ms(f=f, n=1) -> float:
-            synchronize(device)
-            t0 = clock()
-            for _ in range(n):
-                f()
-            synchronize(device)
-            return (clock() - t0) / n * 1e3
-        one = sorted(per_call_ms() for _ in range(3))[1] / 1e3  # seconds of one call: the median of three
-        n = max(1, round(block / max(one, 1e-9)))
-        out[key] = decide_value(lambda f=f, n=n: per_call_ms(f, n), **CLAIMS[key].rule, quantity="ms per call",
-                                max_run_time=cfg.verdict_time, clock=clock)
-    return out
+    `block` seconds of calls, one block a sample of the ms per call (`perflab.verdicts.decide_time`), until the
+    median's 99% interval settles the claim or `cfg.verdict_time` seconds are spent (`clock`: the study's)."""
+    return {key: decide_time(fns[name], **CLAIMS[key].rule, scale=1e3, quantity="ms per call", block=block,
+                             max_run_time=cfg.verdict_time, device=device, clock=clock)
+            for key, name in REMAPS.items()}
 
 
 @dataclasses.dataclass
