@@ -57,3 +57,16 @@ def test_a_compiled_graph_draws_what_eager_draws():
     # draws in another order differ by O(1) (2.11 without the chain: 15)
     torch.testing.assert_close(compiled(), eager, rtol=1e-5, atol=1e-5)
     reset()
+
+
+def test_a_compiling_probe1d_solver_allows_its_variants():
+    # gpu-review T5: has_prev x tol x dtype x device variants of lm_iteration pass dynamo's default limit of 8 on a
+    # GPU run, after which the function silently runs eagerly
+    import torch
+
+    from perflab.probe1d.config import ProbeConfig
+    from perflab.probe1d.optimized import OptimizedSolver
+
+    torch._dynamo.config.recompile_limit = 8
+    OptimizedSolver(ProbeConfig(compile="default", backend="eager"), torch.device("cpu"))
+    assert torch._dynamo.config.recompile_limit >= 64

@@ -59,6 +59,8 @@ CUDA_BRANCHES = {
     "vae/captured.py::CapturedStep._record": P + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
     # branches on CUDA graphs (`.cudagraphs`, `uses_cudagraphs`): on a CPU only under check_lifetimes(), which is
     # blind to part of what they do (perflab.cudagraphs); GPU tests compare their values with eager
+    "prover/study.py::batch_sweep": "tests/test_gpu_paths.py::test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model",
+    "prover/step.py::GreedyStep.__init__": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "prover/step.py::GreedyStep.compiled": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "prover/step.py::GreedyStep.buffers": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "prover/step.py::GreedyStep.__call__": "tests/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",

@@ -83,6 +83,26 @@ def test_cuda_03_step_profile(prover_cuda):
     assert cache_bytes(CUDA)["L2"] > 2**20
 
 
+def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
+    # gpu-review T4: a replay allocates nothing, so 1a70d9c's sweep read 0.0-1.3 MiB against 12-388 MiB predicted
+    from perflab.prover.batching import step_bytes
+    from perflab.prover.links.ranking import corruptions
+    from perflab.prover.step import GreedyStep
+    from perflab.prover.study import batch_sweep
+
+    kg, engine, policy = prover_cuda
+    cands = corruptions(kg, kg.queries["test"][:4], 7, "both", seed=0).flat().to(CUDA)
+    step = GreedyStep(engine, policy, max_depth=4, compile="reduce-overhead")
+    pts = batch_sweep(step, cands, (64, 256), rounds_time=0.1, min_rounds=2)
+    for p in pts:
+        predicted = step_bytes(engine, policy, p.batch)
+        assert "eager step" in p.peak_method
+        # the model counts the step's largest intermediates; the allocator rounds blocks up, and a rollout holds the
+        # slots too: within 0.25x-4x of the prediction, not ~0 as a replay reads
+        assert 0.25 * predicted <= p.peak_bytes <= 4 * predicted, (p.batch, p.peak_bytes, predicted)
+    assert pts[1].peak_bytes > pts[0].peak_bytes
+
+
 def test_cuda_03_out_of_memory_halves_the_batch(prover_cuda):
     # the allocator's cache is emptied before the smaller try (prover/optimized.py's CUDA branch)
     from perflab.prover import baseline, optimized

@@ -76,6 +76,13 @@ def reset() -> None:
     note_reset()
 
 
+def allow_recompiles(n: int = 64) -> None:
+    """Let dynamo compile up to `n` variants of one function (its default, 8, is shared by every caller of that code
+    object): past the limit it silently runs the function eagerly for the rest of the process. Called where a
+    study compiles, not at import; it only ever raises the limit."""
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, n)
+
+
 def compile_kwargs(compile: str, backend: str = "inductor") -> dict | None:
     """`torch.compile` keywords for a study's `compile` (the mode; "off": None, run eager) and `backend`
     parameters (see `perflab.params.CompileMode`). Call sites stay explicit:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..compiles import compile_kwargs
+from ..compiles import allow_recompiles, compile_kwargs
 from ..cudagraphs import NO_CUDAGRAPHS, tracked, uses_cudagraphs
 from .kg import FIRST_PRED, TRUE
 
@@ -52,6 +52,10 @@ class GreedyStep:
         self.engine, self.policy, self.max_depth = engine, policy, max_depth
         self.mode, self.backend = compile, backend
         self.cudagraphs = uses_cudagraphs(compile, backend, engine.device)
+        if self.cudagraphs:  # the engine's tables, read by every step, as static graph inputs: no copy per replay (T7)
+            for t in vars(engine).values():
+                if isinstance(t, torch.Tensor):
+                    torch._dynamo.mark_static_address(t)
         self._compiled: dict = {}
         self._buffers: dict = {}
         self._fn = self.compiled("advance", self.advance)
@@ -63,8 +67,7 @@ class GreedyStep:
         if name not in self._compiled:
             kw = compile_kwargs(self.mode, self.backend)
             if kw is not None:  # one graph per batch size and per bucket: past dynamo's default of 8 per
-                # function (shared by every GreedyStep) it would silently fall back to eager
-                torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+                allow_recompiles(64)  # function (shared by every GreedyStep) it would silently fall back to eager
             if kw is not None and dynamic and kw.get("mode") in NO_CUDAGRAPHS:
                 kw = {**kw, "mode": NO_CUDAGRAPHS[kw["mode"]]}  # a CUDA graph per shape would be recorded for every size
             if kw is None:

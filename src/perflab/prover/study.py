@@ -93,7 +93,7 @@ class SweepPoint:
     measurement: object        # perflab.bench Measurement of one chunk's rollout (warm): the sweep's rounds at this size
     steps: int                 # steps the chunk ran (its slowest candidate)
     first_call_s: float        # the first rollout at this size (compiles included when compiled)
-    peak_bytes: int            # peak memory over entry during one rollout
+    peak_bytes: int            # peak memory over entry during one rollout (of the eager step under CUDA graphs)
     peak_method: str
     rounds: tuple = ()         # seconds of the chunk in each of the sweep's rounds, in order (paired across sizes)
 
@@ -130,6 +130,9 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, roun
     sizes is taken round by round (`claims.sweep_claims`); each size's rounds are also its Measurement (tables)."""
     sizes = list(dict.fromkeys(batch_sizes))
     dev = step.engine.device
+    # a CUDA-graph replay allocates nothing (its memory is the pool recorded with the graph): the peak of a chunk is
+    # measured on the eager step of the same engine and policy, which allocates what one step needs (T4)
+    probe = GreedyStep(step.engine, step.policy, step.max_depth, compile="off") if step.cudagraphs else step
     chunks, first, runs, mems = {}, {}, {}, {}
     with torch.inference_mode():
         for b in sizes:
@@ -138,7 +141,7 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, roun
             runs[b] = rollout_full(step, chunks[b])
             first[b] = time.perf_counter() - t0
             with peak_memory(dev) as mems[b]:
-                rollout_full(step, chunks[b])
+                rollout_full(probe, chunks[b])
         times: dict[int, list] = {b: [] for b in sizes}
         started = time.perf_counter()
         while len(times[sizes[0]]) < min_rounds or time.perf_counter() - started < rounds_time:
@@ -150,7 +153,8 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, roun
                 times[b].append(time.perf_counter() - t0)
     return [SweepPoint(b, _measurement(times[b], label="rollout of one chunk", sub_label=f"B={b}",
                                        description=f"{step.mode}/{step.backend}", stmt="rollout_full(...)", device=dev),
-                       runs[b].steps_executed, first[b], mems[b].delta_bytes, mems[b].method, tuple(times[b]))
+                       runs[b].steps_executed, first[b], mems[b].delta_bytes,
+                       mems[b].method + (" (eager step)" if probe is not step else ""), tuple(times[b]))
             for b in sizes]
 
 
