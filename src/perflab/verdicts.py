@@ -356,23 +356,3 @@ def decide_value(measure_once: Callable[[], float], *, at_least: float | None = 
     return _sequential(measure_once, quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
                        max_run_time=max_run_time, confidence=confidence, clock=clock, started=clock(),
                        min_rounds=min_rounds)
-
-
-def log_claims(log, rows: list[dict], *, headline: str | None = None) -> None:
-    """Log each claim row ({"claim", "claimed", "measured", "verdict"}, plus "variant", "source", "rule", "value",
-    "low" and "high" when present as plain str or numbers) with `log.claim`, print it (its rule too), and make the
-    row named `headline` the study's one-line finding at the top of `perflab report` (`log.headline`). "claimed" is
-    the claim's number as claimed (a seed report's, or yours); "seed", its old name, is read too."""
-    for r in rows:
-        extra = {k: r[k] for k in ("variant", "source", "rule", "value", "low", "high")
-                 if isinstance(r.get(k), (str, int, float)) and r[k] not in ("-", "")}   # plain values only
-        claimed = r["claimed"] if "claimed" in r else r["seed"]
-        log.claim(r["claim"], claimed=claimed, measured=r["measured"], verdict=r["verdict"], **extra)
-        where = f" ({extra['source']})" if "source" in extra else ""
-        rule = f"\n    rule: {extra['rule']}" if "rule" in extra else ""
-        print(f"[{r['verdict']}] {r['claim']}{where}\n    claimed: {claimed}\n    here: {r['measured']}{rule}")
-    if headline is not None:
-        hit = [r for r in rows if r["claim"] == headline]
-        if not hit:
-            raise KeyError(f"no claim {headline!r} to headline; claims: {[r['claim'] for r in rows]}")
-        log.headline(f"{hit[0]['claim']}: {hit[0]['measured']} [{hit[0]['verdict']}]")
