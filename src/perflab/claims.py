@@ -92,8 +92,8 @@ class Claim:
 
     @property
     def rule_text(self) -> str:
-        t = f">= {self.at_least:g}" if self.at_least is not None else f"<= {self.at_most:g}"
-        return t + (f" (partly: {'>=' if self.at_least is not None else '<='} {self.partly:g})"
+        t = f">= {self.at_least:.4g}" if self.at_least is not None else f"<= {self.at_most:.4g}"
+        return t + (f" (partly: {'>=' if self.at_least is not None else '<='} {self.partly:.4g})"
                     if self.partly is not None else "")
 
     def off_setup(self, cfg: Any = None, device_type: str = "") -> str:
