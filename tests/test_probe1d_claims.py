@@ -78,10 +78,10 @@ def test_cpu_target_on_a_gpu_is_not_tested_here():
 
 def test_gpu_target_on_a_cpu_or_off_the_seeds_shapes_is_not_tested_here():
     rows = _judge_slab(CPU, "cpu", decided=["gpu_100x"])
-    assert rows["gpu_100x"]["why"] == "measured on cpu, at n_latents=512, at n_classes=32, at l0=32"
+    assert rows["gpu_100x"]["why"] == "measured on cpu at n_latents=512, n_classes=32, l0=32"
     smoke = SlabStatsParams(n_latents=256, n_classes=16, l0=16)             # params/gpu-smoke/02_slab_stats.yaml
     assert _judge_slab(smoke, "cuda", decided=["gpu_100x"])["gpu_100x"]["why"] == \
-        "measured at n_latents=256, at n_classes=16, at l0=16"
+        "measured at n_latents=256, n_classes=16, l0=16"
     seed_shapes = SlabStatsParams(n_latents=16384, n_classes=151, l0=200)
     assert _judge_slab(seed_shapes, "cuda", decided=["gpu_100x"])["gpu_100x"]["verdict"] == "does not hold"
 
