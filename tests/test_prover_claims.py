@@ -73,15 +73,15 @@ def test_judge_takes_what_03s_measuring_code_produces():
 
 
 def test_the_whole_split_targets_are_judged_on_n_queries_0(monkeypatch):
-    """kg_mrr exactly; kg_speed by decide_value over passes (a stand-in for the scoring pass: 2,500/s, steady)."""
+    """kg_mrr exactly; kg_speed by decide_value over samples (a stand-in for the sampler: 2,500/s, steady)."""
     import perflab.prover.links.predict as predict
 
-    monkeypatch.setattr(predict, "scoring_pass", lambda kg, lp: lambda: 2500.0)
+    monkeypatch.setattr(predict, "scoring_sampler", lambda kg, lp: lambda: 2500.0)
     cfg = EvalParams(kg="nations", n_queries=0, verdict_time=0.05)
     found = claims.measure_real_graph(None, _lp(whole_split=True), "nations", cfg, CPU)
     d = found["kg_speed"][0]
     assert isinstance(d, Decision) and d.quantity == "candidates/s" and d.rounds >= 1 and found["kg_speed_gpu"][0] is None
-    assert f"median of {d.rounds} warm passes" in found["kg_speed"][1]
+    assert f"median over {d.rounds} batch-sized groups" in found["kg_speed"][1]
     rows = {r["key"]: r["verdict"] for r in claims.EVAL_CLAIMS.judge({**_eval_found(_sweep(), CPU), **found},
                                                                      cfg=cfg, device=CPU)}
     assert rows["kg_mrr"] == "holds" and rows["kg_speed_gpu"] == "not tested here"   # 0.85 >= NTPλ's 0.74

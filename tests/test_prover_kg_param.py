@@ -88,6 +88,10 @@ def test_study_3_on_kinship_at_a_tiny_size():
     cfg = EvalParams(kg="kinship", n_queries=0, verdict_time=0.05)   # the whole-split setup: passes are decided
     d = claims.measure_real_graph(kg, lp, "kinship", cfg, torch.device("cpu"))["kg_speed"][0]
     assert d.quantity == "candidates/s" and d.rounds >= 1 and all(x > 0 for x in d.samples)
+    from perflab.prover.links.predict import scoring_sampler
+
+    rate = scoring_sampler(kg, lp)     # batch 64 < a side's ~100 corruptions: groups of one test triple, cycled
+    assert all(rate() > 0 for _ in range(3))
 
 
 def _rules_per_head(kg):

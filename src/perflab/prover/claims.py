@@ -12,7 +12,7 @@ How each is measured (`perflab.verdicts`, 99% intervals):
 - ratios across batch sizes (03's batch_1024, cap_512, flat, flat_step, l2): the sweep's paired rounds (each round
   times one chunk at every size: `study.batch_sweep`), the median of the round-by-round ratios and its
   distribution-free interval (`Measured.from_samples`); the largest of k ratios takes each at alpha / k;
-- a throughput (kg_speed, kg_speed_gpu): `decide_value` over repeated warm passes of the test scoring;
+- a throughput (kg_speed, kg_speed_gpu): `decide_value` over batch-sized groups of the test scoring (warm);
 - counts, a model's prediction and metrics fixed by the seed: `Measured.exact`.
 """
 from __future__ import annotations
@@ -238,10 +238,11 @@ def measure_eval(*, seed_gib: float, unpadded_graphs_per_tail: float, padded_gra
 def measure_real_graph(kg, lp, dataset: str | None, cfg, device) -> dict:
     """{claim key: (Measured, Decision or None, sentence)} for the link-prediction claims from `links.predict`'s
     result `lp` on graph `kg` (`dataset`: the benchmark's name, None for a graph without mined rules). The
-    throughput is decided (`decide_value`, cfg.verdict_time) over repeated warm passes of the test scoring where the
-    run is the target's setup; one pass (lp's) is only reported."""
+    throughput is decided (`decide_value`, cfg.verdict_time) over warm samples of the test scoring where the
+    run is the target's setup (`links.predict.scoring_sampler`: batch-sized groups of the split, cycled); one pass
+    (lp's) is only reported."""
     from .links.benchmark_eval import published_mrr
-    from .links.predict import scoring_pass
+    from .links.predict import scoring_sampler
 
     name, dt = study.graph_label(cfg.kg), device.type
     fit = lp.results["fitted"]
@@ -264,10 +265,10 @@ def measure_real_graph(kg, lp, dataset: str | None, cfg, device) -> dict:
         if c.off_setup(cfg, dt):
             out[c.key] = (None, f"{one}; one pass is not judged")
             continue
-        d = decide_value(scoring_pass(kg, lp), **c.rule, quantity="candidates/s", max_run_time=cfg.verdict_time,
+        d = decide_value(scoring_sampler(kg, lp), **c.rule, quantity="candidates/s", max_run_time=cfg.verdict_time,
                          warmup=0)                           # lp's passes warmed the search up
-        out[c.key] = (d, f"median of {d.rounds} warm passes of the test scoring, {lp.candidates:,} candidates each "
-                         f"({size}, {dt}; {one})")
+        out[c.key] = (d, f"median over {d.rounds} batch-sized groups of the test scoring, warm, cycling through "
+                         f"{size} ({dt}; {one})")
     return out
 
 
