@@ -228,7 +228,10 @@ def verdict_text(row: Mapping) -> str:
 
 
 def _num(x: float) -> str:
-    return f"{x:.3g}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
+    """3 significant figures, without an exponent from 1,000 up: 2.5, 0.0102, 2,310 (not 2.31e+03)."""
+    if not math.isfinite(x):
+        return "-inf" if x < 0 else "inf"
+    return f"{x:,.0f}" if 1000 <= abs(x) < 1e15 else f"{x:.3g}"
 
 
 def judged_text(row: Mapping) -> str:
@@ -330,7 +333,7 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
         runs = {"": runs}
     keys = list(dict.fromkeys(r.get("key") or r["claim"] for rows in runs.values() for r in rows))
     text = {r.get("key") or r["claim"]: r["claim"] for rows in runs.values() for r in rows}
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.42 * len(keys) * max(1, len(runs) ** 0.5)))
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.42 * len(keys) * max(1, len(runs) ** 0.5)))
     step = 0.6 / max(1, len(runs))
     markers, clip = "os^Dv", 1e3
     lim, arrows = 1.0, []
@@ -342,8 +345,8 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
             thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
             if r["verdict"] == "not tested here" or thr is None or None in (nums["value"], nums["low"], nums["high"]):
                 note = verdict_text(r) if r["verdict"] == "not tested here" else f"{r['verdict']} (no interval logged)"
-                ax.annotate(f"{label}: {note}" if label else note, (0, y), xytext=(4, 0), textcoords="offset points",
-                            va="center", fontsize=7, color="#616161")
+                ax.text(0.51, y, _wrap(f"{label}: {note}" if label else note, 70), transform=ax.get_yaxis_transform(),
+                        va="center", fontsize=7, color="#616161", clip_on=True)  # inside the axes, right of 0
                 continue
             row = {"at_least": nums["at_least"], "at_most": nums["at_most"]}
             lo, hi = sorted((_position(row, nums["low"]), _position(row, nums["high"])))
@@ -360,7 +363,7 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_yticks(range(len(keys)))
     ax.set_yticklabels([_wrap(text[k]) for k in keys], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(keys) - 0.5, -0.5)  # top to bottom, half a row of room at each end
     ax.set_xlabel("(measured - threshold) / |threshold|: the claim's side to the right (| partly threshold)")
     handles, labels = ax.get_legend_handles_labels()
     seen = dict(zip(labels, handles))
