@@ -51,7 +51,7 @@ def test_measured_from_samples_and_ratio():
     assert (r.value, r.low, r.high) == (6.0, 6.0, 6.0)
 
 
-def test_paired_rounds_alternate_and_size_their_blocks():
+def test_paired_rounds_draw_their_order_and_size_their_blocks():
     order = []
     clock = Clock()
 
@@ -66,9 +66,25 @@ def test_paired_rounds_alternate_and_size_their_blocks():
     pt = PairedTimer(a, b, block=0.001, warmup=0, clock=clock)
     assert pt.calls == (1, 2)                     # 2 ms per call: one; 0.5 ms: two fill a 1 ms block
     order.clear()
-    assert pt.round() == pytest.approx((0.002, 0.0005))
-    pt.round()
-    assert order == ["a", "b", "b", "b", "b", "a"]  # a then b, then b then a
+    firsts = []
+    for _ in range(200):
+        n = len(order)
+        assert pt.round() == pytest.approx((0.002, 0.0005))
+        firsts.append(order[n])
+    assert 70 <= firsts.count("a") <= 130          # each side first about half the time (drawn, seeded)
+
+
+def test_a_periodic_interruption_does_not_skew_the_rounds():
+    """Another process takes the core for 3 ms every 4th block: under a fixed a-b, b-a pattern it always lands on the
+    same side (about half the rounds skewed one way: the review's finding); drawn orders spread it over both."""
+    clock, blocks = Clock(), [0]
+
+    def side():
+        blocks[0] += 1
+        clock.t += 1e-3 + (3e-3 if blocks[0] % 4 == 0 else 0.0)
+
+    d = decide_speedup(side, side, at_least=1.1, warmup=0, block=1e-3, clock=clock, max_run_time=2.0)
+    assert d.verdict == "does not hold" and abs(d.value - 1.0) < 0.01
 
 
 @pytest.mark.parametrize("ratio, rule, want", [
@@ -152,14 +168,14 @@ def test_bad_arguments_are_refused_with_the_argument_named():
 
 
 def test_decide_speedup_on_real_calls():
-    """Real timings, no clock injected: a 3x gap in work is decided (any machine: the interval needs no speed)."""
+    """Real timings, no clock injected: the path runs end to end (no verdict on speed is asserted: a slow machine may
+    say "within noise"; never "does not hold" for a 3x gap in work)."""
     import torch
 
     a = torch.randn(32, 32)
     d = decide_speedup(lambda: [a @ a for _ in range(30)], lambda: [a @ a for _ in range(10)], at_least=1.0,
                        max_run_time=2.0)
-    assert d.verdict in ("holds", "within noise") and d.rounds >= 1 and d.seconds <= 2.5
-    assert d.calls[0] >= 1 and d.calls[1] >= d.calls[0]
+    assert d.verdict in ("holds", "within noise") and d.rounds >= 1 and min(d.calls) >= 1
 
 
 def test_a_budget_too_short_for_any_interval_says_so():
@@ -193,3 +209,29 @@ def test_one_decision_judged_against_another_claims_threshold():
     assert (e.verdict, e.at_least, e.partly, e.rounds, e.value) == ("partly holds", 4.0, 1.5, d.rounds, d.value)
     with pytest.raises(ValueError, match="exactly one"):
         d.rejudge()
+
+
+def test_every_decide_refuses_a_budget_of_zero_and_the_timers_a_non_callable():
+    from perflab.bench import BlockTimer
+
+    f = lambda: None  # noqa: E731
+    for decide in (decide_saving, decide_speedup):
+        with pytest.raises(ValueError, match="max_run_time must be a number of seconds > 0"):
+            decide(f, f, at_least=1, max_run_time=0)
+    with pytest.raises(ValueError, match="decide_time: max_run_time must be a number of seconds > 0"):
+        decide_time(f, at_most=1, max_run_time=0)
+    with pytest.raises(TypeError, match="PairedTimer: b must be a callable"):
+        PairedTimer(f, 1)
+    with pytest.raises(TypeError, match="fn must be a callable"):
+        BlockTimer("f")
+    clock = Clock()
+    d = decide_speedup(*sides(clock, random.Random(10), 1e-3, 3.0), at_least=2, clock=clock)
+    with pytest.raises(ValueError, match="partly=3 must lie on the claim's side"):
+        d.rejudge(at_least=2, partly=3)
+
+
+def test_a_claimed_maximum_with_a_smaller_effect_settles_in_a_sequential_run():
+    clock = Clock()
+    base, opt = sides(clock, random.Random(9), 1e-3, 1.5, spread=0.01, outliers=0.0)
+    d = decide_speedup(base, opt, at_most=1.2, partly=2.0, clock=clock)     # 1.5x: past 1.2, within 2.0
+    assert d.verdict == "partly holds" and d.rounds == 9

@@ -197,10 +197,12 @@ def test_claim_verdicts_follow_the_kits_rule():
     from perflab.verdicts import Measured
 
     x = Measured.exact
-    assert CLAIMS["batch_size"].verdict(Measured(2.5, 2.2, 2.8)) == "holds"
-    assert CLAIMS["batch_size"].verdict(Measured(1.5, 1.3, 1.7)) == "partly holds"  # real, short of 2x
-    assert CLAIMS["batch_size"].verdict(Measured(1.01, 0.9, 1.1)) == "does not hold"
-    assert CLAIMS["batch_size"].verdict(Measured(2.1, 1.8, 2.4)) == "within noise"  # straddles 2x: no flip-flop
+    gpu = (None, "cuda")                                               # a GPU's utilization: judged on CUDA only
+    assert CLAIMS["batch_size"].verdict(Measured(2.5, 2.2, 2.8), *gpu) == "holds"
+    assert CLAIMS["batch_size"].verdict(Measured(1.5, 1.3, 1.7), *gpu) == "partly holds"  # real, short of 2x
+    assert CLAIMS["batch_size"].verdict(Measured(1.01, 0.9, 1.1), *gpu) == "does not hold"
+    assert CLAIMS["batch_size"].verdict(Measured(2.1, 1.8, 2.4), *gpu) == "within noise"  # straddles 2x: no flip-flop
+    assert CLAIMS["batch_size"].verdict(Measured(2.5, 2.2, 2.8), None, "cpu") == "not tested here"
     assert CLAIMS["pretokenize"].verdict(x(0.002)) == "does not hold"  # a share of the step: 0.2% vs 10-15%
     # "~5-10% overhead" tested end to end: removing 5% of the step is a 1/(1-0.05) = 1.053x speedup
     assert CLAIMS["loss_loop"].rule["at_least"] == pytest.approx(1 / 0.95) == removes(0.05)

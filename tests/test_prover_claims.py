@@ -159,7 +159,8 @@ def test_too_few_rounds_give_no_interval_not_a_verdict():
     rows = {r["key"]: r["verdict"] for r in claims.EVAL_CLAIMS.judge(
         {**_eval_found(pts, CPU), **claims.measure_real_graph(None, _lp(), "nations", EvalParams(), CPU)},
         cfg=EvalParams(), device=CPU)}
-    assert rows["flat"] == rows["flat_step"] == rows["batch_1024"] == "within noise"
+    assert rows["flat"] == rows["flat_step"] == "within noise"
+    assert rows["batch_1024"] == "not tested here"                     # the seed's GPU finding, on a CPU
 
 
 def test_either_way():

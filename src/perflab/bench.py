@@ -125,7 +125,9 @@ class BlockTimer:
 
 class PairedTimer:
     """Two callables timed in paired rounds: each `round()` times one block of calls of `a` and one of `b`
-    (`BlockTimer`s), in alternating order (a b, b a, a b, ...), and returns the two times per call in seconds.
+    (`BlockTimer`s), in an order drawn at random for each round, and returns the two times per call in seconds.
+    Random, not alternating: a process that takes the core every few blocks would hit the same side of every
+    round under a fixed pattern (a b, b a, a b, ...), skewing the rounds one way; drawn, it hits either side alike.
 
         pt = PairedTimer(f_base, f_opt, block=0.001, device=device)   # warms up and sizes the blocks
         t_a, t_b = pt.round()
@@ -139,7 +141,10 @@ class PairedTimer:
     round."""
 
     def __init__(self, a: Callable[[], object], b: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
-                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None):
+                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None, seed: int = 0):
+        import random
+
+        self.order = random.Random(seed)  # which side goes first, drawn per round (seeded: a run can be repeated)
         for name, f in (("a", a), ("b", b)):
             if not callable(f):
                 raise TypeError(f"PairedTimer: {name} must be a callable taking no arguments, got {type(f).__name__}")
@@ -151,8 +156,8 @@ class PairedTimer:
         self.rounds = 0
 
     def round(self) -> tuple[float, float]:
-        """One block of each side, the order alternating from round to round: (a's, b's) seconds per call."""
-        order = (0, 1) if self.rounds % 2 == 0 else (1, 0)
+        """One block of each side, in an order drawn for this round: (a's, b's) seconds per call."""
+        order = (0, 1) if self.order.random() < 0.5 else (1, 0)
         t = {side: self.timers[side]() for side in order}
         self.rounds += 1
         return t[0], t[1]

@@ -10,9 +10,12 @@ whole interval on the other side: "does not hold", or "partly holds" when the wh
 threshold: "within noise". A claim about a setup this run does not have is "not tested here" (`perflab.claims`).
 
 How `decide_speedup` measures (paired rounds, a distribution-free interval, sequential stopping):
-- Each round times one block of the baseline and one of the optimized version, in alternating order, each block
+- Each round times one block of the baseline and one of the optimized version, in a random order, each block
   ~`block` seconds long (1 ms) (`perflab.bench.PairedTimer`); the round's value is the ratio of the two times per call.
   A machine that drifts or is shared slows both blocks of a round alike; a preemption spoils one round, not a side.
+  The speedup is then the typical call's: where one call fills a block (a whole step or run), a cost that recurs
+  only every few calls on one side (an allocator growth, a worker refill, a sync every N steps) is an outlier to the
+  median; a block of several calls folds it into every round (`block=`).
 - The speedup is the median of the rounds' ratios. Its interval is the order-statistic confidence interval of a
   median (the sign test's: the number of rounds below the true median is Binomial(n, 1/2)), which assumes only that
   rounds are independent draws with one median: no normality, and outliers (a round hit by another process) move
@@ -181,7 +184,7 @@ class Decision:
         _check_rule("rejudge", at_least, at_most, partly)
         return dataclasses.replace(self, verdict=judge(self.measured, at_least=at_least, at_most=at_most,
                                                        partly=partly), at_least=at_least, at_most=at_most,
-                                   partly=partly, note="")
+                                   partly=partly)
 
     @property
     def interval(self) -> str:

@@ -181,14 +181,18 @@ def scoring_sampler(kg, lp: LinkPrediction):
     """A callable for `perflab.verdicts.decide_value`: each call scores the next group of the split's test triples
     whose candidates fill about one search batch per side (the search and the embedding, warm, as
     `lp.candidates_per_s` counts them: search + embedding seconds) and returns its candidates per second; the groups
-    cycle through the split. A sample costs one batch's time, not a whole pass (a pass of Kinship's split is ~1.5 min
-    on a CPU: nine of them, the fewest a 99% interval needs, would not fit a verdict's budget); the median over
-    groups is the split's steady rate, each group's padding to a full batch counted against it."""
+    cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (a pass of
+    Kinship's split is ~1.5 min on a CPU: nine of them, the fewest a 99% interval needs, would not fit a verdict's
+    budget); the median over groups is the split's steady rate (not its total candidates over total seconds), each
+    group's padding to a full batch counted against it."""
     import itertools
 
     queries = test_queries(kg, lp.config.n_queries)
     per_side = max(1, lp.candidates // max(1, 2 * len(queries)))   # candidates of one test triple, one side
-    groups = itertools.cycle(queries.split(max(1, lp.config.batch // per_side)))
+    split = queries.split(max(1, lp.config.batch // per_side))
+    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(lp.config.seed)).tolist()
+    groups = itertools.cycle([split[i] for i in order])  # shuffled (seeded): a verdict that stops early rests on
+    # groups from the whole split, not on its first triples
 
     def once() -> float:
         sc = score_split(kg, next(groups), lp.search, lp.model, lp.config.batch, lp.config.seed)
