@@ -110,7 +110,7 @@ def test_the_claims_decisions_are_what_the_claims_judge_takes():
     from perflab.claims import verdict_text
     from perflab.latentwire import claims
     from perflab.latentwire.study import data_path, lm_sequence_length
-    from perflab.verdicts import Decision, Measured
+    from perflab.verdicts import Measured
 
     p = dataclasses.replace(P, verdict_time=0.05)
     plan = [Variant("baseline", impl="baseline"), Variant("batch_size", toggles={"batch_size": 4}),
