@@ -12,7 +12,8 @@ verdict a rule gives is right, wrong (the opposite conclusion) or undecided ("wi
 Three rules are run side by side on every case, in turn, with the same seconds of timing each (`budget`):
 - "paired": `perflab.verdicts.decide_speedup` (paired rounds, the median's interval, sequential stopping);
 - "criterion": each side timed on its own for half the budget in ~10 ms blocks, the 95% bootstrap interval of the
-  ratio of the two medians (Criterion.rs's comparison), judged by `judge`;
+  ratio of the two medians (Criterion.rs's comparison, at its default 95%: the paired rule states 99%), judged by
+  `judge`;
 - "old": perflab's rule before the paired one: `measure_interleaved` (two rounds), the ratio of medians and the
   p20/p80 cross-ratio (`speedup_range`) as its interval, judged by `judge`.
 

@@ -135,10 +135,10 @@ class PairedTimer:
     A block of each side lasts about `block` seconds: both sides are then equally exposed to what else the machine
     does. Blocks are short (1 ms by default): on a shared machine another process takes the core for milliseconds at
     a time, so a short block is either untouched or visibly spoiled, and the median over many rounds reads the
-    untouched ones; a long block collects a varying number of interruptions and every round is noisy (measured: the
-    99.9% interval of a 1.5x speedup under two busy processes on 2 cores, 2 s of rounds: [1.491, 1.502] with 1 ms
-    blocks, [1.267, 1.888] with 10 ms). `warmup` untimed calls of each side come first: compile time is never in a
-    round."""
+    untouched ones; a long block collects a varying number of interruptions and every round is noisy
+    (`tools/block-size.py`, kept in outputs/battery/: the 99.9% interval of a 1.5x speedup under two busy processes
+    on 2 cores, 2 s of rounds: [1.495, 1.504] with 1 ms blocks, [1.279, 1.567] with 10 ms). `warmup` untimed calls of
+    each side come first: compile time is never in a round."""
 
     def __init__(self, a: Callable[[], object], b: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
                  device: torch.device | str | None = None, clock: Callable[[], float] | None = None, seed: int = 0):
