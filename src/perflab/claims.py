@@ -222,6 +222,32 @@ class Claims:
         log_rows(getattr(run, "log", run), rows, headline=headline or self.headline)
 
 
+def _number(x) -> float | None:
+    """A bound as logged: a float, or a string the log wrote for a non-finite one ('inf'); None when absent."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    try:
+        return float(x) if isinstance(x, str) else None
+    except ValueError:
+        return None
+
+
+NUMBERS = ("value", "low", "high", "at_least", "at_most", "partly")
+
+
+def read_row(row: Mapping) -> dict:
+    """A claim row as the results log holds it, its numbers read back: a non-finite bound the log wrote as a string
+    ('-inf') as a float; an interval missing a part (a row logged before this kit) dropped whole."""
+    out = {k: v for k, v in row.items() if k not in NUMBERS}
+    out.update({k: x for k in NUMBERS if (x := _number(row.get(k))) is not None})
+    if any(k not in out for k in NUMBERS[:3]):
+        for k in NUMBERS[:3]:
+            out.pop(k, None)
+    return out
+
+
 def verdict_text(row: Mapping) -> str:
     """'holds', or 'not tested here (measured at batch=16)'."""
     return f"{row['verdict']} ({row['why']})" if row.get("why") else row["verdict"]
@@ -236,9 +262,9 @@ def _num(x: float) -> str:
 
 def judged_text(row: Mapping) -> str:
     """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval, 12 rounds, 0.31 s)'."""
-    if any(_number(row.get(k)) is None for k in ("value", "low", "high")) or "rule" not in row:
+    row = read_row(row)
+    if "value" not in row or "rule" not in row:
         return ""
-    row = {**row, **{k: _number(row[k]) for k in ("value", "low", "high")}}
     span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
     how = (f" ({row['confidence']:.0%} interval, {row['rounds']} rounds, {row['seconds']:.2f} s)"
            if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")
@@ -309,18 +335,6 @@ def _position(row: Mapping, x: float) -> float:
     return sign * (x - t) / (abs(t) if t else 1.0)
 
 
-def _number(x) -> float | None:
-    """A bound as logged: a float, or a string the log wrote for a non-finite one ('inf'); None when absent."""
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, (int, float)):
-        return float(x)
-    try:
-        return float(x) if isinstance(x, str) else None
-    except ValueError:
-        return None
-
-
 def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = ""):
     """Each claim's measured interval against its threshold, coloured by verdict: one line per claim, the threshold at
     0, the claim's side to the right (x: distance from the threshold as a fraction of it, symlog; a `partly`
@@ -341,9 +355,9 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
         for r in rows:
             y = keys.index(r.get("key") or r["claim"]) + (j - (len(runs) - 1) / 2) * step
             color = COLORS.get(r["verdict"], "black")
-            nums = {k: _number(r.get(k)) for k in ("value", "low", "high", "at_least", "at_most", "partly")}
+            nums = {k: read_row(r).get(k) for k in NUMBERS}
             thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
-            if r["verdict"] == "not tested here" or thr is None or None in (nums["value"], nums["low"], nums["high"]):
+            if r["verdict"] == "not tested here" or thr is None or nums["value"] is None:
                 note = verdict_text(r) if r["verdict"] == "not tested here" else f"{r['verdict']} (no interval logged)"
                 ax.text(0.51, y, _wrap(f"{label}: {note}" if label else note, 70), transform=ax.get_yaxis_transform(),
                         va="center", fontsize=7, color="#616161", clip_on=True)  # inside the axes, right of 0

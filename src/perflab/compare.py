@@ -144,11 +144,12 @@ def _keyed(a: dict[str, ClaimSet], b: dict[str, ClaimSet]) -> tuple[dict, dict]:
 
 
 def _claim_cell(r: dict | None) -> str:
-    from .report import claim_row, judged_cell, verdict_cell
+    from .claims import read_row
+    from .report import judged_cell, verdict_cell
 
     if r is None:
         return "-"
-    r = claim_row(r)
+    r = read_row(r)
     judged = judged_cell(r)
     return verdict_cell(r) + (f": {judged}" if judged else "")
 

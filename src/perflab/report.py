@@ -207,27 +207,8 @@ def _runs_table(execs: dict[tuple, list[dict]], out_dir: Path) -> str:
 
 # ---- claims: the table and the figure -----------------------------------------------------------
 
-_NUMBERS = ("value", "low", "high", "at_least", "at_most", "partly")
-
-
-def claim_row(r: dict) -> dict:
-    """A logged claim row as `perflab.claims` reads it: the log writes a non-finite bound as a string ('-inf'),
-    read back as a float; a row whose interval is incomplete keeps none of it (the figure annotates it)."""
-    out = dict(r)
-    for k in _NUMBERS:
-        if isinstance(out.get(k), str):
-            try:
-                out[k] = float(out[k])
-            except ValueError:
-                del out[k]
-    if not all(isinstance(out.get(k), (int, float)) and not isinstance(out.get(k), bool) for k in _NUMBERS[:3]):
-        for k in _NUMBERS[:3]:
-            out.pop(k, None)
-    return out
-
-
 def drawable(r: dict) -> bool:
-    """Whether a claim row (`claim_row`) has an interval and a threshold to draw it against."""
+    """Whether a claim row (`perflab.claims.read_row`) has an interval and a threshold to draw it against."""
     return "value" in r and any(isinstance(r.get(k), (int, float)) for k in ("at_least", "at_most"))
 
 
@@ -242,16 +223,15 @@ def judged_cell(r: dict) -> str:
     """'2.41 [2.30, 2.55] against >= 2 (99% interval, 12 rounds, 0.31 s)'; '' for a row logged without it."""
     from .claims import judged_text
 
-    try:
-        return judged_text(r)
-    except (KeyError, TypeError, ValueError):  # a row from before perflab.claims: part of it missing
-        return ""
+    return judged_text(r)  # '' for a row from before perflab.claims
 
 
 def claims_png(path: Path, runs: dict[str, list[dict]] | list[dict], title: str) -> Path | None:
     """Draw claim rows (or {label: rows}, side by side) with `perflab.claims.claims_figure` into `path`; None when
     no row has an interval to draw (rows logged before the kit: the section says so)."""
-    runs = {label: [claim_row(r) for r in rows] for label, rows in
+    from .claims import read_row
+
+    runs = {label: [read_row(r) for r in rows] for label, rows in
             (runs.items() if isinstance(runs, dict) else [("", runs)])}
     if not any(drawable(r) for rows in runs.values() for r in rows):
         return None
@@ -279,7 +259,9 @@ def figure_name(study: str, run_id: str | None = None) -> str:
 
 
 def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str) -> str:
-    rs = [claim_row(r) for r in rows]
+    from .claims import read_row
+
+    rs = [read_row(r) for r in rows]
     point = any(r.get("sweep_point") for r in rs)  # a sweep's: which point each row is from
     text = "### Claims, measured\n" + _md_table(
         ["point"] * point + ["claim", "claimed", "measured here", "judged", "device", "verdict"],

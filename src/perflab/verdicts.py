@@ -199,11 +199,37 @@ class Decision:
         return f"{self.quantity} {self.interval}, claim {rule}: {self.verdict}"
 
 
-def _check_budget(who: str, max_run_time, confidence) -> None:
-    if isinstance(max_run_time, bool) or not isinstance(max_run_time, (int, float)) or not max_run_time > 0:
-        raise ValueError(f"{who}: max_run_time must be a number of seconds > 0, got {max_run_time!r}")
+def _positive(who: str, name: str, x, what: str = "a number") -> None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
+        raise ValueError(f"{who}: {name} must be {what} > 0, got {x!r}")
+
+
+def _start(who: str, fns: dict, *, rule: dict, max_run_time, confidence, warmup: int, clock, device=None,
+           block=None):
+    """What every decide_* does first, in one place: refuse bad arguments (naming them), import the binomial table,
+    call each of `fns` `warmup` times (compiles and first calls stay out of the budget) and resolve the device
+    before the clock starts (a first CUDA query costs ~0.1-0.3 s). -> (device, clock)"""
+    import time
+
+    from .env import pick_device
+
+    for name, f in fns.items():
+        if not callable(f):
+            raise TypeError(f"{who}: {name} must be a callable taking no arguments (e.g. lambda: f(x)), "
+                            f"got {type(f).__name__}")
+    _check_rule(who, **rule)
+    _positive(who, "max_run_time", max_run_time, "a number of seconds")
     if isinstance(confidence, bool) or not isinstance(confidence, float) or not 0.5 <= confidence < 1:
         raise ValueError(f"{who}: confidence must be a float in [0.5, 1), got {confidence!r}")
+    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0):
+        raise ValueError(f"{who}: block must be > 0 seconds, got {block!r}")
+    _binom()
+    for _ in range(warmup):
+        for f in fns.values():
+            f()
+    if block is not None:  # timed in blocks: synchronized around each
+        device = pick_device(device if device is not None else "auto")
+    return device, clock or time.perf_counter
 
 
 def _alpha(k: int, alpha: float) -> float:
@@ -242,25 +268,11 @@ def _sequential(next_sample: Callable[[], float], *, quantity: str, at_least, at
 
 def _paired(who: str, quantity: str, baseline, optimized, of: Callable[[float, float], float], *, at_least, at_most,
             partly, max_run_time, confidence, block, warmup, min_rounds, device, clock) -> Decision:
-    import time
-
     from .bench import PairedTimer
 
-    for name, f in (("baseline", baseline), ("optimized", optimized)):
-        if not callable(f):
-            raise TypeError(f"{who}: {name} must be a callable taking no arguments (e.g. lambda: f(x)), "
-                            f"got {type(f).__name__}")
-    _check_rule(who, at_least, at_most, partly)
-    _check_budget(who, max_run_time, confidence)
-    if isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0:
-        raise ValueError(f"{who}: block must be > 0 seconds, got {block!r}")
-    clock = clock or time.perf_counter
-    _binom()
-    for _ in range(warmup):  # compiles and first-call costs stay out of the budget
-        baseline(), optimized()
-    from .env import pick_device
-
-    device = pick_device(device if device is not None else "auto")  # resolved before the clock starts
+    device, clock = _start(who, {"baseline": baseline, "optimized": optimized},
+                           rule=dict(at_least=at_least, at_most=at_most, partly=partly), max_run_time=max_run_time,
+                           confidence=confidence, warmup=warmup, clock=clock, device=device, block=block)
     started = clock()
     pt = PairedTimer(baseline, optimized, block=block, warmup=0, device=device, clock=clock)
 
@@ -283,8 +295,7 @@ def decide_speedup(baseline: Callable[[], object], optimized: Callable[[], objec
     `warmup` untimed calls of each come first (compile time is not in the budget); `block`: seconds per timed
     block; `device`: synchronized around each block (default: CUDA when it is in use); `clock` replaces
     time.perf_counter. Refused: a non-callable, both or neither threshold, a budget <= 0."""
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-        raise ValueError(f"decide_speedup: scale must be a number > 0, got {scale!r}")
+    _positive("decide_speedup", "scale", scale)
     return _paired("decide_speedup", "speedup", baseline, optimized, lambda tb, to: scale * tb / to,
                    at_least=at_least, at_most=at_most, partly=partly, max_run_time=max_run_time,
                    confidence=confidence, block=block, warmup=warmup, min_rounds=min_rounds, device=device, clock=clock)
@@ -296,8 +307,7 @@ def decide_saving(baseline: Callable[[], object], optimized: Callable[[], object
                   min_rounds: int = 1, device=None, clock: Callable[[], float] | None = None) -> Decision:
     """Seconds saved by `optimized` over `baseline` per call, times `per` (e.g. the steps of an epoch), in paired
     rounds as `decide_speedup` (the round's value: (baseline - optimized time per call) x per)."""
-    if isinstance(per, bool) or not isinstance(per, (int, float)) or not per > 0:
-        raise ValueError(f"decide_saving: per must be a number > 0, got {per!r}")
+    _positive("decide_saving", "per", per)
     return _paired("decide_saving", "saving", baseline, optimized, lambda tb, to: (tb - to) * per,
                    at_least=at_least, at_most=at_most, partly=partly, max_run_time=max_run_time,
                    confidence=confidence, block=block, warmup=warmup, min_rounds=min_rounds, device=device, clock=clock)
@@ -311,27 +321,14 @@ def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_m
     (`perflab.bench.BlockTimer`, one block a sample) until its median's interval settles the claim or the budget is
     spent: `decide_value` over blocks. A cost against a number, not against another version (that is
     `decide_speedup`, whose paired rounds cancel the machine's drift)."""
-    import time
-
     from .bench import BlockTimer
-    from .env import pick_device
 
-    if not callable(fn):
-        raise TypeError(f"decide_time: fn must be a callable taking no arguments, got {type(fn).__name__}")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-        raise ValueError(f"decide_time: scale must be a number > 0, got {scale!r}")
-    _check_rule("decide_time", at_least, at_most, partly)
-    _check_budget("decide_time", max_run_time, confidence)
-    _binom()
-    device = pick_device(device if device is not None else "auto")
-    clock = clock or time.perf_counter
-    for _ in range(warmup):
-        fn()
+    _positive("decide_time", "scale", scale)
+    device, clock = _start("decide_time", {"fn": fn}, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
+                           max_run_time=max_run_time, confidence=confidence, warmup=warmup, clock=clock,
+                           device=device, block=block)
     started = clock()
-    try:
-        timer = BlockTimer(fn, block=block, warmup=0, device=device, clock=clock)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"decide_time: {e}") from None
+    timer = BlockTimer(fn, block=block, warmup=0, device=device, clock=clock)
     return _sequential(lambda: scale * timer(), quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
                        max_run_time=max_run_time, confidence=confidence, clock=clock, started=started,
                        calls=(timer.calls,))
@@ -345,17 +342,9 @@ def decide_value(measure_once: Callable[[], float], *, at_least: float | None = 
     `measure_once()` (which returns one value) until the interval of its median settles the claim or
     `max_run_time` is spent: the same interval and stopping rule as `decide_speedup`. A count that cannot vary
     needs none of this: `Measured.exact(n)`."""
-    import time
-
-    if not callable(measure_once):
-        raise TypeError(f"decide_value: measure_once must be a callable returning a number, "
-                        f"got {type(measure_once).__name__}")
-    _check_rule("decide_value", at_least, at_most, partly)
-    _check_budget("decide_value", max_run_time, confidence)
-    _binom()
-    for _ in range(warmup):
-        measure_once()
-    clock = clock or time.perf_counter
+    _, clock = _start("decide_value", {"measure_once": measure_once},
+                      rule=dict(at_least=at_least, at_most=at_most, partly=partly), max_run_time=max_run_time,
+                      confidence=confidence, warmup=warmup, clock=clock)
     return _sequential(measure_once, quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
                        max_run_time=max_run_time, confidence=confidence, clock=clock, started=clock(),
                        min_rounds=min_rounds)

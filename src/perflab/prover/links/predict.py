@@ -181,9 +181,8 @@ def scoring_sampler(kg, lp: LinkPrediction):
     """A callable for `perflab.verdicts.decide_value`: each call scores the next group of the split's test triples
     whose candidates fill about one search batch per side (the search and the embedding, warm, as
     `lp.candidates_per_s` counts them: search + embedding seconds) and returns its candidates per second; the groups
-    cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (a pass of
-    Kinship's split is ~1.5 min on a CPU: nine of them, the fewest a 99% interval needs, would not fit a verdict's
-    budget); the median over groups is the split's steady rate (not its total candidates over total seconds), each
+    cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (nine
+    whole passes, the fewest a 99% interval needs, would not fit a verdict's budget on the larger splits); the median over groups is the split's steady rate (not its total candidates over total seconds), each
     group's padding to a full batch counted against it."""
     import itertools
 
