@@ -182,8 +182,9 @@ def scoring_sampler(kg, lp: LinkPrediction):
     whose candidates fill about one search batch per side (the search and the embedding, warm, as
     `lp.candidates_per_s` counts them: search + embedding seconds) and returns its candidates per second; the groups
     cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (nine
-    whole passes, the fewest a 99% interval needs, would not fit a verdict's budget on the larger splits); the median over groups is the split's steady rate (not its total candidates over total seconds), each
-    group's padding to a full batch counted against it."""
+    whole passes, the fewest a 99% interval needs, would not fit a verdict's budget on the larger splits); the
+    median over groups is the split's steady rate (not its total candidates over total seconds), each group's
+    padding to a full batch counted against it."""
     import itertools
 
     queries = test_queries(kg, lp.config.n_queries)
