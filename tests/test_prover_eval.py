@@ -220,3 +220,19 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
         torch.testing.assert_close(again[s].score.cpu(), want.score.cpu(), rtol=1e-4, atol=1e-4, msg=s)
     torch.testing.assert_close(tail.score.cpu(), want.score[:37].cpu(), rtol=1e-4, atol=1e-4)
     reset()
+
+
+def test_the_sweep_measures_peak_memory_on_the_eager_step_where_replays_would_allocate_nothing():
+    # gpu-review T4: under CUDA graphs a replay allocates nothing; the sweep then probes an eager twin. The CUDA-graph
+    # flag is forced here so that a CPU runs the branch (its GPU test compares the peak with the memory model)
+    from perflab.prover.study import batch_sweep
+
+    kg = family_kg(n_families=2, seed=2)
+    engine = UnificationEngine(kg, max_derived=12)
+    policy = make_policy(kg, PolicyConfig(embed_dim=8, hidden=16, n_blocks=1), seed=0)
+    cands = corruptions(kg, kg.queries["test"][:2], 3, "both", seed=0).flat()
+    step = GreedyStep(engine, policy, max_depth=4)
+    plain = batch_sweep(step, cands, (8,), rounds_time=0.0, min_rounds=1)
+    step.cudagraphs = True
+    probed = batch_sweep(step, cands, (8,), rounds_time=0.0, min_rounds=1)
+    assert "eager step" not in plain[0].peak_method and probed[0].peak_method.endswith("(eager step)")
