@@ -76,7 +76,7 @@ test-min:
 	$(MIN_VENV)/bin/python -m pytest -q -m "not slurm and not browser and not wheel" tests
 
 # root (containers, cloud images) must say so to JupyterLab; nbval's conftest.py is no notebook: hidden from the
-# file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/test_lab.py changes.
+# file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/project/test_lab.py changes.
 LAB_DIR   ?= notebooks
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS  ?=

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 # Tests write only to temporary folders: whatever a test (or a notebook kernel it starts) opens with
-# perflab.paths.run_dir() lands here, never in the user's outputs/local/ (the folder `make run` reports on).
+# perflab.kit.paths.run_dir() lands here, never in the user's outputs/local/ (the folder `make run` reports on).
 os.environ["PERFLAB_OUT"] = tempfile.mkdtemp(prefix="perflab-tests-")
 atexit.register(shutil.rmtree, os.environ["PERFLAB_OUT"], ignore_errors=True)
 

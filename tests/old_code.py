@@ -1,5 +1,5 @@
 """A module of the project as it was at an earlier commit, read from git, to run old code under today's checks
-(tests/test_host_transfers.py, tests/test_cudagraph_lifetimes.py): a check that the old code fails (or, for code
+(tests/kit/test_host_transfers.py, tests/kit/test_cudagraph_lifetimes.py): a check that the old code fails (or, for code
 that ran on a GPU, passes) shows what the check can see."""
 import shutil
 import subprocess

@@ -1,20 +1,20 @@
 """How long a block of paired rounds should be on a shared machine: one 1.5x pair (150 against 100 calls of a 64x64
 matmul, one thread) timed in paired rounds for 2 s at several block lengths, under the battery's background load
-(`perflab.battery.background_load`, one busy process per core), and the 99.9% interval of the median ratio each gives.
+(`perflab.runner.battery.background_load`, one busy process per core), and the 99.9% interval of the median ratio each gives.
 
     python tools/block-size.py [--load N] [--seconds S]     # prints a table (markdown)
 
-The README's "short blocks matter" sentence and `perflab.bench.PairedTimer`'s default (1 ms) come from this."""
+The README's "short blocks matter" sentence and `perflab.kit.bench.PairedTimer`'s default (1 ms) come from this."""
 import argparse
 import os
 import time
 
 import torch
 
-from perflab.battery import background_load
-from perflab.bench import PairedTimer
-from perflab.env import fingerprint
-from perflab.verdicts import median_interval
+from perflab.kit.bench import PairedTimer
+from perflab.kit.env import fingerprint
+from perflab.kit.verdicts import median_interval
+from perflab.runner.battery import background_load
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ CHILD = """
 import json, sys, time
 import torch
 from torch._dynamo.utils import counters
-from perflab.compiles import count_compiles
+from perflab.kit.compiles import count_compiles
 from perflab.probe1d import Sparse1DProbe
 from perflab.probe1d.checks import small_problem
 device, mega, save = sys.argv[1:4]

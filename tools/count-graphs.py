@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import papermill
 
-from perflab import notebooks as nbs
-from perflab.studies import schema_for
+from perflab.runner import catalog as nbs
+from perflab.runner.schemas import schema_for
 
 HOOK = """
 import json, time

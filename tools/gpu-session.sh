@@ -30,13 +30,13 @@
 #                                              # and keeps them in .gpu-res/ for the next window's carry
 set -u
 cmd=${1:?prepare|start|wait|bring}; shift
-here=$(cd "$(dirname "$0")/.." && pwd)        # the checkout this script belongs to (its src/ has perflab.gpucheck)
+here=$(cd "$(dirname "$0")/.." && pwd)        # the checkout this script belongs to (its src/ has perflab.runner.gpucheck)
 R=${GPU_SESSION_RES:-/tmp/res}               # the run folders on the lent host (tests point it elsewhere)
 base=$(dirname "$R") && name=$(basename "$R")
 MAX_MIB=${GPU_SESSION_MAX_MIB:-16}           # the largest file that comes back from $OUT
 MAX=$((MAX_MIB * 1024 * 1024))
 CACHE_PARTS=${GPU_SESSION_CACHE_PARTS:-2}    # cache files at most (8 files and 64 MiB come back; 64 MiB travel in)
-gpucheck() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" python3 -m perflab.gpucheck "$@"; }
+gpucheck() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" python3 -m perflab.runner.gpucheck "$@"; }
 seed() {  # the previous window's folder and caches: what it finished is not run again
   for t in .gpu-res/res.tgz .gpu-res/cache*.tgz; do
     [ -f "$t" ] && mkdir -p "$R" && tar -xzf "$t" -C "$base" --skip-old-files --exclude="$name/progress.log" \
@@ -77,11 +77,11 @@ start)
   what=${1:?smoke|full}; shift
   tests=""
   case "$what" in
-    smoke) tests=quick; args=(perflab.cli gpu-check --params gpu-smoke) ;;
+    smoke) tests=quick; args=(perflab.runner.cli gpu-check --params gpu-smoke) ;;
     tests) tests=compiled; case "${1:-}" in quick|compiled|all) tests=$1; shift ;; esac
-           args=(perflab.gpucheck tests) ;;
+           args=(perflab.runner.gpucheck tests) ;;
     full)  [ "${1:-}" = --tests ] && { tests=compiled; shift; }
-           args=(perflab.cli gpu-check --params gpu); [ -z "$tests" ] && args+=(--no-tests) ;;
+           args=(perflab.runner.cli gpu-check --params gpu); [ -z "$tests" ] && args+=(--no-tests) ;;
     *) echo "start smoke | tests | full [--tests] [NAME ...] [--redo] [-p NAME=VALUE ...]" >&2; exit 2 ;;
   esac
   args+=("$@")
@@ -95,7 +95,7 @@ start)
 cd /tmp/w
 export PYTHONPATH=/tmp/site:/tmp/w/src PYTHONUNBUFFERED=1 JUPYTER_PATH=/tmp/jk/share/jupyter MPLBACKEND=Agg \
        PATH=/tmp/site/bin:\$PATH PERFLAB_COMMIT=$commit PERFLAB_GPU_TESTS=$tests
-kind=\$(python3 -c "from perflab.env import device_kind, pick_device; print(device_kind(pick_device('cuda')))")
+kind=\$(python3 -c "from perflab.kit.env import device_kind, pick_device; print(device_kind(pick_device('cuda')))")
 # the folder perflab gpu-check names (outputs/<gpu kind>/<commit>/), under $R; its compile caches in compile-cache/
 python3 -m ${args[*]} --out $R/\$kind/$short$([ "$what" = tests ] || echo " --no-progress") >> $R/log.txt 2>&1
 echo "ALLDONE rc=\$?" >> $R/progress.log
@@ -113,7 +113,7 @@ wait)
   echo "res.tgz: $((size / 1024)) KiB (the limit is $MAX_MIB MiB a file)"
   [ "$size" -gt $MAX ] && echo "res.tgz is over $MAX_MIB MiB: it will not come back" >&2
   # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit; what does not fit is
-  # left out and compiled again by the next window (perflab.gpucheck.pack_cache)
+  # left out and compiled again by the next window (perflab.runner.gpucheck.pack_cache)
   gpucheck pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" || echo "pack-cache failed" >&2
   ls -la "$OUT"
   ;;

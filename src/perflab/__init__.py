@@ -1,20 +1,45 @@
 """perflab: a Jupyter-notebook research workbench for PyTorch performance studies.
 
-The measuring kit (import what you need):
-    perflab.bench       measure(), summary(), speedup(), compare(), memory_bandwidth(), matmul_peak()
-    perflab.syncs       count_host_syncs(), assert_no_host_syncs()
-    perflab.launches    count_launches()   (kernels on CUDA; dispatched aten ops on CPU)
-    perflab.compiles    count_compiles(), compile_kwargs()
-    perflab.memory      peak_memory(), device_memory()
-    perflab.env         pick_device(), fingerprint(), synchronize()
-    perflab.results     ResultsLog
-    perflab.run         setup(name, globals(), Params) (every notebook's first cell), open_run(), Run
-    perflab.profiling   profile()
-    perflab.params      RunParams, validate(), parse_assignment(), load_preset(): the one validator
-    perflab.notebooks   discover / run / refresh notebooks (behind the `perflab` command)
-    perflab.new         `perflab new NAME`: a study of your own, from the template in perflab/template/
-Studies live in subpackages (perflab.probe1d, perflab.prover, perflab.vae, perflab.latentwire), each with
-the same rooms: params.py (the notebooks' parameters), data.py, reference.py, baseline.py, optimized.py,
-study.py (the notebook's measurements), claims.py (the seed's claims and their verdict rules).
+The house, bottom to top (each layer imports only those below it: tests/kit/test_imports.py):
+    perflab.kit       the measuring kit, all a study or a notebook imports: timing and verdicts (bench, verdicts,
+                      claims), counters (syncs, launches, compiles, memory, cudagraphs), the run's stamps and log
+                      (env, results, paths, profiling), parameters (params) and a notebook's first cell (notebook)
+    perflab.probe1d, perflab.prover, perflab.vae, perflab.latentwire
+                      the studies, each with the same rooms: params, data, reference, baseline, optimized (the
+                      baseline's signature; the study's IMPLS names them), checks, claims, study
+    perflab.runner    the `perflab` command: execute and catalog notebooks, new studies, sweeps on Slurm, reports,
+                      compare, the verdict battery, gpu-check; cli on top
+perflab/template/ is the study `perflab new NAME` writes (it imports the kit from outside, as your studies do).
 """
-__version__ = "0.1.0"
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+__version__ = "0.2.0"
+
+# perflab 0.1 kept the kit at the top level: a study that `perflab new` wrote then imports `perflab.bench`,
+# `perflab.run` and (its tests) `perflab.notebooks`. Those names stay importable, as the same module objects.
+OLD_NAMES = {f"perflab.{m}": f"perflab.kit.{m}" for m in (
+    "bench", "verdicts", "claims", "syncs", "launches", "compiles", "memory", "cudagraphs", "env", "results",
+    "profiling", "formatting", "params", "paths")}
+OLD_NAMES.update({"perflab.run": "perflab.kit.notebook", "perflab.notebooks": "perflab.runner.catalog"})
+
+
+class _OldName(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old name and hands back the module under its new one (imported once, one module object)."""
+
+    def find_spec(self, name, path=None, target=None):
+        return importlib.util.spec_from_loader(name, self) if name in OLD_NAMES else None
+
+    def create_module(self, spec):
+        module = importlib.import_module(OLD_NAMES[spec.name])
+        spec.loader_state = module.__spec__  # import sets module.__spec__ to this spec: exec_module puts it back
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = module.__spec__.loader_state
+
+
+if not any(isinstance(f, _OldName) for f in sys.meta_path):
+    sys.meta_path.append(_OldName())

@@ -4,7 +4,7 @@
         trainer.step()
     act.peak_bytes
 
-`perflab.memory.peak_memory` gives the device's peak: the CUDA allocator's on a GPU, but on a CPU the
+`perflab.kit.memory.peak_memory` gives the device's peak: the CUDA allocator's on a GPU, but on a CPU the
 process's RSS high-water mark, which only grows over a notebook (the allocator keeps what it got), so
 variants run one after another in one process cannot be compared by it. This counter sees exactly what
 the report's memory claims are about (graphs kept alive by summed losses, activations dropped by

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..env import synchronize
+from ..kit.env import synchronize
 from .batches import IndexStream, batch_on_the_fly
 from .trainer_base import TrainerBase
 

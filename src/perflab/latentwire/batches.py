@@ -13,7 +13,7 @@ import dataclasses
 
 import torch
 
-from ..syncs import pin_memory
+from ..kit.syncs import pin_memory
 from .data import QAExample, prompt_text
 from .tokenizer import Tokenizer, answer_ids
 
@@ -67,7 +67,7 @@ class Batch:
 
     def pin_memory(self) -> Batch:
         """Page-locked copies (DataLoader(pin_memory=True) calls this), so .to(cuda, non_blocking=True)
-        is a real asynchronous DMA instead of a staged copy (`perflab.syncs.pin_memory`: marked on a CPU host)."""
+        is a real asynchronous DMA instead of a staged copy (`perflab.kit.syncs.pin_memory`: marked on a CPU host)."""
         return Batch(**{k: pin_memory(v) for k, v in self.tensors().items()})
 
     @property

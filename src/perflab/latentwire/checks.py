@@ -1,4 +1,4 @@
-"""The notebook's correctness cell: each check is a `perflab.claims.Check` (name, passed, detail) whose detail says
+"""The notebook's correctness cell: each check is a `perflab.kit.claims.Check` (name, passed, detail) whose detail says
 what was measured beside the rule, in a form that holds from run to run, so nbval can compare the printout: counts,
 and a gap as the power of ten it stays under ("< 1e-06")."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 
 import torch
 
-from ..claims import Check
-from ..compiles import count_compiles
-from ..formatting import under
-from ..syncs import count_host_syncs
+from ..kit.claims import Check
+from ..kit.compiles import count_compiles
+from ..kit.formatting import under
+from ..kit.syncs import count_host_syncs
 from . import losses, reference
 from .batches import PretokenizedCache, batch_on_the_fly
 from .config import Toggles

@@ -1,5 +1,5 @@
-"""06_latentwire_amp: the seed report's claims and issue 13's targets as data (`perflab.claims`), what measures each,
-and the sentences of this run. The rule of every verdict is the kit's (`perflab.verdicts.judge`): the whole interval
+"""06_latentwire_amp: the seed report's claims and issue 13's targets as data (`perflab.kit.claims`), what measures each,
+and the sentences of this run. The rule of every verdict is the kit's (`perflab.kit.verdicts.judge`): the whole interval
 on the claim's side: "holds"; wholly on the other side: "does not hold", or "partly holds" when the whole interval
 still passes `partly` (a gain of 1.05x, a share of the step of 2%); straddling: "within noise". A claim about the GPU
 (a GPU mechanism or a GPU-preset target) on another device: "not tested here (measured on cpu)".
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 
-from ..claims import Claim, ClaimError, Claims
-from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
+from ..kit.claims import Claim, ClaimError, Claims
+from ..kit.verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
 from .params import LatentWireParams
 
 MIN_GAIN = 1.05       # a real gain; below it, a ratio is a negligible effect

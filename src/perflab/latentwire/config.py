@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..params import Backend, CompileMode, require, validate
+from ..kit.params import Backend, CompileMode, require, validate
 
 
 @dataclasses.dataclass(frozen=True)

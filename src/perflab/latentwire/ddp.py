@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ..params import parse_assignment, validate
+from ..kit.params import parse_assignment, validate
 from .config import ModelConfig, Toggles
 from .data import make_examples
 from .model import build_model

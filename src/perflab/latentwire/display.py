@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as ticker
 import pandas as pd
 
-from ..bench import fmt_seconds, summary
+from ..kit.bench import fmt_seconds, summary
 from .claims import claimed_by_variant
 from .config import Toggles
 from .floors import fraction_of_floor
@@ -34,7 +34,7 @@ def _row(r, base, flops_per_sample: float, peak: float) -> dict:
 
 def ablation_table(results: dict, flops: dict, peak: float) -> pd.DataFrame:
     """One row per variant: throughput with its conservative p20-p80 ratio to the baseline, spread, launches
-    (perflab.launches: CUDA kernels, or the CPU proxy), first step, memory, and model FLOP/s over `peak`.
+    (perflab.kit.launches: CUDA kernels, or the CPU proxy), first step, memory, and model FLOP/s over `peak`.
     `flops`: study floors.step_flops per loss variant {single_pass: {...}}."""
     base, claimed = results["baseline"], claimed_by_variant()
     rows = []

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..bench import Measurement, matmul_peak
-from ..verdicts import Measured
+from ..kit.bench import Measurement, matmul_peak
+from ..kit.verdicts import Measured
 from .batches import PretokenizedCache
 from .model import LatentWire
 from .params import LatentWireParams
@@ -40,7 +40,7 @@ def step_flops(model: LatentWire, examples, *, batch_size: int, single_pass: boo
 
 
 def floors(p: LatentWireParams, device) -> dict[str, tuple[float, Measurement]]:
-    """This device's measured dense matmul throughput (FLOP/s) in fp32 and bf16 (perflab.bench.matmul_peak),
+    """This device's measured dense matmul throughput (FLOP/s) in fp32 and bf16 (perflab.kit.bench.matmul_peak),
     both at one size: the kit's on CUDA (8192^3), 512^3 on a CPU (a CPU without bf16 units takes seconds
     for one 1024^3 bf16 product, and 512^3 already fills an fp32 core's vector units)."""
     kw = dict(min_run_time=p.min_run_time / 2, max_run_time=p.max_run_time / 2,

@@ -3,7 +3,7 @@
 The teacher-forced logits `ans_logits` [B, La, V] at answer position t were computed from the context
 and answer[:t] only (causal attention), exactly what the t-th forward of reference.k_token_ce_loop sees.
 So both losses are slices of logits already in memory: K+1 LM forwards (and their backward) fewer per
-step, at the price of nothing. Equal to the loop versions to float rounding (tests/test_latentwire_losses.py).
+step, at the price of nothing. Equal to the loop versions to float rounding (tests/latentwire/test_latentwire_losses.py).
 """
 from __future__ import annotations
 

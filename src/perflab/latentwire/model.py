@@ -169,7 +169,7 @@ def build_model(cfg: ModelConfig | None = None, *, seed: int = 0, lm: str = "gpt
         tok = Tokenizer()
         frozen = TinyGPT(tok.vocab_size, cfg.d_lm, cfg.lm_layers, cfg.lm_heads, cfg.lm_max_pos, seed=cfg.lm_seed)
     elif lm.startswith("hf:"):
-        from ..paths import user_path
+        from ..kit.paths import user_path
         from .hf import load_hf_lm
 
         frozen = load_hf_lm(user_path(lm[3:]))  # relative: from where the user ran the command, not notebooks/

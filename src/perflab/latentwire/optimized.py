@@ -30,9 +30,9 @@ import contextlib
 import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler
 
-from ..compiles import compile_kwargs
-from ..cudagraphs import tracked, uses_cudagraphs
-from ..env import synchronize
+from ..kit.compiles import compile_kwargs
+from ..kit.cudagraphs import tracked, uses_cudagraphs
+from ..kit.env import synchronize
 from .batches import IndexStream, PretokenizedCache, batch_on_the_fly
 from .config import Toggles
 from .trainer_base import TrainerBase
@@ -93,7 +93,7 @@ class OptimizedTrainer(TrainerBase):
         cfg = self.core.cfg
         self.core.set_options(attention="sdpa" if t.sdpa else "manual", checkpointing=t.checkpointing)
         # pinned host batches and non-blocking copies: on a host without an accelerator the batches are only
-        # marked pinned (perflab.syncs.pin_memory), so the sync counter sees the copies a GPU run would make
+        # marked pinned (perflab.kit.syncs.pin_memory), so the sync counter sees the copies a GPU run would make
         self.pin = self.non_blocking = t.pin_memory
         self.cache = None
         if t.pretokenize:  # once, before training: every later batch is a gather of ready tensors

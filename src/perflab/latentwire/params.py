@@ -1,10 +1,10 @@
 """The parameters of notebook 06_latentwire_amp: the same names, types and defaults as its `parameters`
-cell (tests/test_notebook_params.py checks that they agree)."""
+cell (tests/runner/test_notebook_params.py checks that they agree)."""
 from __future__ import annotations
 
 import dataclasses
 
-from ..params import Backend, CompileMode, RunParams, require
+from ..kit.params import Backend, CompileMode, RunParams, require
 from .config import ModelConfig
 
 

@@ -21,11 +21,11 @@ import warnings
 
 import torch
 
-from ..bench import Measurement, measure, speedup, summary
-from ..env import synchronize
-from ..launches import count_launches, profiler_activities, self_time_key
-from ..memory import peak_memory
-from ..verdicts import Measured
+from ..kit.bench import Measurement, measure, speedup, summary
+from ..kit.env import synchronize
+from ..kit.launches import count_launches, profiler_activities, self_time_key
+from ..kit.memory import peak_memory
+from ..kit.verdicts import Measured
 from .activations import saved_activations
 from .batches import PretokenizedCache, batch_on_the_fly
 from .config import Toggles
@@ -72,12 +72,12 @@ def variants(p: LatentWireParams) -> list[Variant]:
 class VariantResult:
     variant: Variant
     samples_per_step: int
-    peak_bytes: int                   # perflab.memory.peak_memory over the first step (CUDA allocator / CPU RSS)
+    peak_bytes: int                   # perflab.kit.memory.peak_memory over the first step (CUDA allocator / CPU RSS)
     memory_method: str
     activation_bytes: int | None      # peak bytes held for backward in the first step (None under compile)
     lm_forwards_per_micro_batch: float | None  # None under compile (the counter sees eager calls only)
     first_step_s: float               # the untimed first step: worker start-up and compilation included
-    launches: dict                    # perflab.launches.count_launches over one step (.as_dict())
+    launches: dict                    # perflab.kit.launches.count_launches over one step (.as_dict())
     steps_per_block: int              # optimizer steps per timed block
     timing: StepTiming | None = None  # None until timed
     measurement: Measurement | None = None

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
-from ..env import synchronize
+from ..kit.env import synchronize
 
 
 def dataloader_workers() -> set[int]:

@@ -1,10 +1,10 @@
-"""The notebooks' correctness checks: each a `perflab.claims.Check` (name, passed, detail), whose detail says what
+"""The notebooks' correctness checks: each a `perflab.kit.claims.Check` (name, passed, detail), whose detail says what
 was measured beside the rule ("largest difference 3.1e-7, allowed 1e-4"), so a failed check's row says what went
 wrong. The measured numbers vary with the machine's float rounding: print them in cells nbval does not compare.
 
     fits, checks = profile_checks(x, y, max_iter=8, class_slab_size=8, device=device)   # notebook 01
     checks = solver_checks(compile="default", backend="inductor", compiled3=probe)        # notebook 02
-    report_checks(run, checks)   # perflab.claims: logs, prints PASS/FAIL lines, raises AssertionError if any failed
+    report_checks(run, checks)   # perflab.kit.claims: logs, prints PASS/FAIL lines, raises AssertionError if any failed
 
 Every optimized path is checked against the dense float64 oracle (`Reference1DProbe`); tolerances are
 explained where they are set.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..claims import Check
+from ..kit.claims import Check
 from .config import IMPLS
 from .data import make_activations
 from .probe import Sparse1DProbe
@@ -75,7 +75,7 @@ def profile_checks(x, y, *, max_iter: int, class_slab_size: int, **solver_kw) ->
 
 
 def sync_checks(sync_counts: dict, n_rows: int, n_slabs: int) -> list[Check]:
-    """Host syncs per LM iteration (perflab.syncs counters): one for the optimized solver, at least one
+    """Host syncs per LM iteration (perflab.kit.syncs counters): one for the optimized solver, at least one
     `.item()` per row per slab for the baseline (its row walk)."""
     opt, items = sync_counts["optimized"], sync_counts["baseline"].by_op.get("item", 0)
     by_op = ", ".join(f"{k} {v}" for k, v in sorted(opt.by_op.items())) or "none"
@@ -126,7 +126,7 @@ def solver_checks(compile: str = "off", backend: str = "inductor", compiled3: Sp
 
     The baseline's (b, w) are compared without the class that has no positives: there its
     `binary_cross_entropy_with_logits` rounds each ~1e-7 loss term to multiples of 1.2e-7 and its damping
-    drifts from the oracle's (tests/test_probe1d.py). `compiled3`: the compiled 3-iteration fit if it was
+    drifts from the oracle's (tests/probe1d/test_probe1d.py). `compiled3`: the compiled 3-iteration fit if it was
     already run (its compile timed apart)."""
     xs, ys = small_problem()
     ref3, ref40 = Reference1DProbe(max_iter=3, tol=0.0).fit(xs, ys), Reference1DProbe(max_iter=40).fit(xs, ys)

@@ -1,4 +1,4 @@
-"""The seed's claims and the study issue's targets for notebooks 01 and 02, as the kit's claims (`perflab.claims`),
+"""The seed's claims and the study issue's targets for notebooks 01 and 02, as the kit's claims (`perflab.kit.claims`),
 and the sentences that say what this run measured.
 
     found = profile_found(base, profiles["optimized"], fits, device.type)              # notebook 01
@@ -6,7 +6,7 @@ and the sentences that say what this run measured.
     decisions = decide_slab_claims(x, y, pair, floor, cfg=cfg, device=device)          # notebook 02: paired rounds
     rows = SLAB_CLAIMS.judge(slab_found(decisions, ...), cfg=cfg, device=device)
 
-Every verdict is the kit's (`perflab.verdicts.judge`, via `Claims.judge`): the measured interval against the
+Every verdict is the kit's (`perflab.kit.verdicts.judge`, via `Claims.judge`): the measured interval against the
 claim's threshold. How each number gets its interval:
 - A speed claim (02: cpu_10x, gpu_100x, job_18h) is `decide_speedup` of the baseline's LM iteration against the
   optimized one, in paired rounds of at most `verdict_time` seconds (99% interval, sequential stopping). The baseline
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 
-from ..claims import Claim, Claims
-from ..verdicts import Decision, Measured
+from ..kit.claims import Claim, Claims
+from ..kit.verdicts import Decision, Measured
 from . import study
 from .params import ProfileParams, SlabStatsParams
 

@@ -4,7 +4,7 @@ The constants are the ones of the profiled original (research note, probe1d-orig
 Levenberg-Marquardt tries per iteration, an elliptical trust region of radius 8, lam0 = 1e-3 clamped to
 [1e-12, 1e12], lagged-rho damping with thresholds 0.75 / 0.25.
 
-`ProbeConfig` is checked like every notebook's parameters (`perflab.params.validate`): unknown options,
+`ProbeConfig` is checked like every notebook's parameters (`perflab.kit.params.validate`): unknown options,
 wrong types and out-of-range values give one `ParameterError` naming them all.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Literal
 
 import torch
 
-from ..params import Backend, CompileMode, require
+from ..kit.params import Backend, CompileMode, require
 
 LM_TRIES = 6            # tries per iteration before the fallback (a zero step)
 TRUST_RADIUS = 8.0      # sqrt(db^2 + (qx dw)^2) <= 8

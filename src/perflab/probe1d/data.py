@@ -131,10 +131,10 @@ def load_dataset(activations: str | Path, labels: str | Path, n_classes: int | N
 class DataSource:
     """The notebooks' data: generated SAE-like activations, or the user's own files in the original format
     (`activations`: scipy CSR .npz, `labels`: labels.bin, one uint8 class per row), cut to a size. Relative
-    paths are read from where the user ran the command (`perflab.paths.user_path`), not from notebooks/."""
+    paths are read from where the user ran the command (`perflab.kit.paths.user_path`), not from notebooks/."""
 
     def __init__(self, device, n_latents: int, l0: int, seed: int, activations: str = "", labels: str = ""):
-        from ..paths import user_path
+        from ..kit.paths import user_path
 
         if bool(activations) != bool(labels):
             raise ValueError("give both activations (.npz) and labels (labels.bin), or neither")

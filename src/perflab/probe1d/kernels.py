@@ -24,7 +24,7 @@ from .config import LAM_MAX, LAM_MIN, LM_TRIES, PRED_FLOOR, RHO_BAD, RHO_GOOD, T
 Z_CLAMP = 60.0
 
 # log1p(e) for e in (0, 1] as 2 atanh(t), t = e / (2 + e) in (0, 1/3]: 2 t (1 + t^2/3 + ... + t^12/13). The
-# series' tail is < 1e-8 relative; rounding keeps it within 4 float32 ulps (tests/test_probe1d_kernels.py),
+# series' tail is < 1e-8 relative; rounding keeps it within 4 float32 ulps (tests/probe1d/test_probe1d_kernels.py),
 # e -> 0 gives e back exactly, and it costs a division and 7 multiply-adds instead of a log.
 LOG1P_COEFS = tuple(1.0 / (2 * k + 1) for k in range(7))
 

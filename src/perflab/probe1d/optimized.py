@@ -27,8 +27,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..compiles import allow_recompiles, compile_kwargs
-from ..cudagraphs import tracked, uses_cudagraphs
+from ..kit.compiles import allow_recompiles, compile_kwargs
+from ..kit.cudagraphs import tracked, uses_cudagraphs
 from .baseline import FALLBACK_WARNING
 from .config import DTYPES, LAM0, LM_TRIES, P_CLAMP, QX_MIN, ProbeConfig
 from .evaluate import loss_and_confusion

@@ -1,11 +1,11 @@
 """The parameters of notebooks 01_profile_probe1d and 02_slab_stats: the same names, types and defaults
-as their `parameters` cells (tests/test_notebook_params.py checks it). CPU defaults here; GPU presets
+as their `parameters` cells (tests/runner/test_notebook_params.py checks it). CPU defaults here; GPU presets
 in params/gpu/."""
 from __future__ import annotations
 
 import dataclasses
 
-from ..params import Backend, CompileMode, RunParams, require
+from ..kit.params import Backend, CompileMode, RunParams, require
 
 
 @dataclasses.dataclass

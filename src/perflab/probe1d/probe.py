@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..env import pick_device
-from ..params import require, validate
+from ..kit.env import pick_device
+from ..kit.params import require, validate
 from .baseline import BaselineSolver
 from .config import IMPLS, ProbeConfig
 from .data import check_inputs
@@ -29,7 +29,7 @@ class Sparse1DProbe:
     impl: "baseline" | "optimized"; device: "auto" | "cpu" | "cuda"; iteration_hook(info: dict) is called
     after every LM iteration (it costs host syncs: leave it None when timing). Other keywords are
     `ProbeConfig` fields (class_slab_size, row_batch_size, max_iter, tol, ridge, accum_dtype, compile, ...),
-    checked by `perflab.params.validate`: a bad one raises `perflab.params.ParameterError` (a ValueError).
+    checked by `perflab.kit.params.validate`: a bad one raises `perflab.kit.params.ParameterError` (a ValueError).
     """
 
     def __init__(self, impl: str = "optimized", *, device: str | torch.device = "auto",

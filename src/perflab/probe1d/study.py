@@ -19,8 +19,8 @@ import warnings
 
 import torch
 
-from ..bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
-from ..env import pick_device
+from ..kit.bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
+from ..kit.env import pick_device
 from .probe import Sparse1DProbe
 
 
@@ -55,9 +55,9 @@ def compile_label(compile: str, backend: str = "inductor") -> str:
 
 def profile_fit(impl: str, x, y, *, hook_and_debug: bool = False, out_dir=None, name: str = "", interval: float,
                 **solver_kw):
-    """A whole fit under pyinstrument (perflab.profiling.profile), optionally with an iteration hook and
+    """A whole fit under pyinstrument (perflab.kit.profiling.profile), optionally with an iteration hook and
     debug logging on (the seed's second profile). -> (Profile, hook calls)"""
-    from ..profiling import profile
+    from ..kit.profiling import profile
 
     seen: list = []
     probe = Sparse1DProbe(impl, iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
@@ -85,8 +85,8 @@ def hook_cost(impl: str, x, y, **solver_kw) -> dict:
 
 
 def syncs_per_iteration(impl: str, x, y, **config):
-    """Host syncs (perflab.syncs counter) of one LM iteration over every class, after setup."""
-    from ..syncs import count_host_syncs
+    """Host syncs (perflab.kit.syncs counter) of one LM iteration over every class, after setup."""
+    from ..kit.syncs import count_host_syncs
 
     _, one_iteration, _ = iteration_callable(impl, x, y, **config)
     with count_host_syncs(pick_device(config.get("device") or "auto")) as syncs:
@@ -165,7 +165,7 @@ def measure_iterations(variants: dict, x, y, *, label: str, sub_label: str, min_
                        max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
     """One LM iteration of each variant ({key: (impl, config)}, see iteration_callable; a baseline's config
     may hold baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
-    (perflab.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
+    (perflab.kit.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
     hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
     fns, scales = {}, {}
     for key, (impl, config) in variants.items():
@@ -231,7 +231,7 @@ def time_fits(variants: dict, x, y, *, device, max_iter: int, repeats: int = 3) 
     """Whole fits of each variant ({name: (impl, config)}), `repeats` times in turn (side by side). Each
     optimized variant fits once untimed first (compiles, allocator growth). -> ({name: (last probe,
     Measurement)}, {name: seconds of the untimed first fit})"""
-    from ..env import synchronize
+    from ..kit.env import synchronize
 
     def fit(impl, kw):
         return quiet_fit(Sparse1DProbe(impl, device=device, max_iter=max_iter, **kw), x, y)
@@ -305,7 +305,7 @@ def iteration_floor(n_events: int, n_lat: int, n_cls: int, bandwidth: float, sig
 def measure_floor(n_events: int, n_lat: int, n_cls: int, *, device, **timing) -> dict:
     """`iteration_floor` at this device's measured copy bandwidth and sigmoid throughput, with the range
     of the floor over the p20/p80 of both measurements ("low", "high", seconds)."""
-    from ..bench import memory_bandwidth, summary
+    from ..kit.bench import memory_bandwidth, summary
 
     bw, m_bw = memory_bandwidth(device, nbytes=_copy_mib(device) * 2**20, **timing)
     rate, m_sig = sigmoid_throughput(device, **timing)
@@ -319,7 +319,7 @@ def measure_floor(n_events: int, n_lat: int, n_cls: int, *, device, **timing) ->
 
 def above_floor(m, floor: dict) -> dict:
     """How many times the floor a Measurement is: median / floor, with the range p20 / high .. p80 / low."""
-    from ..bench import summary
+    from ..kit.bench import summary
 
     s = summary(m)
     return dict(ratio=m.median / floor["floor_s"], low=s["p20_s"] / floor["high"], high=s["p80_s"] / floor["low"])
@@ -329,11 +329,11 @@ def above_floor(m, floor: dict) -> dict:
 
 def decide_iteration_speedup(x, y, pair: dict, rule: dict, *, baseline_slabs: int, device, max_run_time: float):
     """The baseline's LM iteration against the optimized one (`pair`: {"baseline": (impl, config), "optimized":
-    (impl, config)}) in paired rounds, `perflab.verdicts.decide_speedup` against `rule` (a claim's thresholds). The
+    (impl, config)}) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds). The
     baseline runs its first `baseline_slabs` slabs per call and the ratio is scaled to all of them (every slab reads
     the same events): a whole baseline iteration at the CPU defaults (~0.2 s) leaves too few rounds in 2 s.
     Both iterations are warm (the optimized plan built, its graphs compiled by an earlier fit). -> Decision"""
-    from ..verdicts import decide_speedup
+    from ..kit.verdicts import decide_speedup
 
     (bi, bkw), (oi, okw) = pair["baseline"], pair["optimized"]
     _, base, scale = iteration_callable(bi, x, y, device=device, **dict(bkw, baseline_slabs=baseline_slabs))
@@ -355,11 +355,11 @@ def floor_kernel(floor: dict, device):
 
 def decide_floor(x, y, config: dict, floor: dict, rule: dict, *, device, max_run_time: float):
     """How many times the floor the optimized LM iteration takes (`config`: the optimized solver's), decided by
-    `perflab.verdicts.decide_value` against `rule`: each value is one paired round (`perflab.bench.PairedTimer`)
+    `perflab.kit.verdicts.decide_value` against `rule`: each value is one paired round (`perflab.kit.bench.PairedTimer`)
     of the iteration and of the floor's kernel (`floor_kernel`), iteration seconds / floor seconds. The floor's other
     part (bytes or sigmoids, whichever is smaller at the medians of `measure_floor`) is left out. -> Decision"""
-    from ..bench import PairedTimer
-    from ..verdicts import decide_value
+    from ..kit.bench import PairedTimer
+    from ..kit.verdicts import decide_value
 
     _, opt, _ = iteration_callable("optimized", x, y, device=device, **config)
     kernel, per_call = floor_kernel(floor, device)

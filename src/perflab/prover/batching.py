@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..memory import device_memory, peak_memory
+from ..kit.memory import device_memory, peak_memory
 from .rollout import check_batch, pad_to
 from .step import GreedyStep
 
@@ -26,7 +26,7 @@ class MemoryModel:
     free_bytes: int           # free device memory when measured
     budget_fraction: float    # share of the free memory a step may use
     probes: list              # [(batch, peak bytes over entry)]
-    method: str               # cuda_allocator, rss_hwm or rss_sampled (perflab.memory)
+    method: str               # cuda_allocator, rss_hwm or rss_sampled (perflab.kit.memory)
 
     def predict(self, batch: int) -> float:
         """Predicted peak bytes of one step at `batch` rows."""

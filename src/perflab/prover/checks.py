@@ -1,16 +1,16 @@
 """The notebooks' correctness checks: the optimized paths against the reference, as named pass/fail results.
 
-Each function returns `(checks, info)`: `checks` is a list of `perflab.claims.Check` (name, passed, and a detail
+Each function returns `(checks, info)`: `checks` is a list of `perflab.kit.claims.Check` (name, passed, and a detail
 that says what was measured beside the rule: "0 of 880 successor lists differ (allowed 0)"), which the notebook
-passes to `perflab.claims.report_checks` (PASS / FAIL, logged; it stops on any failure); `info` holds the numbers
+passes to `perflab.kit.claims.report_checks` (PASS / FAIL, logged; it stops on any failure); `info` holds the numbers
 behind them. The details are counts, so a checked cell prints the same on every run.
 """
 from __future__ import annotations
 
 import torch
 
-from ..claims import Check
-from ..syncs import count_host_operands, count_host_syncs
+from ..kit.claims import Check
+from ..kit.syncs import count_host_operands, count_host_syncs
 from .data import random_kg, random_states
 from .engine import UnificationEngine
 from .evaluate import evaluate_with_corruptions
@@ -54,7 +54,7 @@ def bfs_vs_reference(kg, engine, queries: torch.Tensor, max_depth: int) -> dict:
 
 
 def step_syncs(kg, engine, policy, queries: torch.Tensor, max_depth: int, seed: int = 0) -> dict:
-    """Host syncs of `derive` on random states and of one policy step (`perflab.syncs.count_host_syncs`;
+    """Host syncs of `derive` on random states and of one policy step (`perflab.kit.syncs.count_host_syncs`;
     on CUDA also the driver's sync-debug warnings), and host tensors fed to either on a device that is
     not the host (`count_host_operands` on meta: the copies from the host a GPU would make)."""
     dev = engine.device

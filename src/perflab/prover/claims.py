@@ -1,11 +1,11 @@
-"""Seed 001's claims and the issue targets for studies 3 and 4, as data (`perflab.claims`), and what judges each.
+"""Seed 001's claims and the issue targets for studies 3 and 4, as data (`perflab.kit.claims`), and what judges each.
 
 `EVAL_CLAIMS` (03_eval) and `EARLY_EXIT_CLAIMS` (04_early_exit) are checked against the notebooks' parameters when
 this module is imported (the notebooks import it in their first cell), and the claims the timed decisions below
 use are looked up here too: a misnamed claim, setup or headline fails before anything is timed. A claim's `metric`
 says what is measured; its `setup` the parameters and device it is about (a GPU target: {"device": "cuda"}, a
 CPU-default one: {"device": "cpu"}, a whole-split target: {"n_queries": 0}); elsewhere it is "not tested here".
-How each is measured (`perflab.verdicts`, 99% intervals):
+How each is measured (`perflab.kit.verdicts`, 99% intervals):
 - a direct A-vs-B speed claim (03's speed_5x; 04's recycle and bucketed claims): `decide_speedup`, paired rounds of
   the two whole runs, warm-ups (compiles) outside the budget of `verdict_time` seconds, made only where the run is
   the claim's setup (no time is spent on a verdict that cannot be given);
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 
-from ..claims import Claim, Claims
-from ..compiles import reset
-from ..verdicts import CONFIDENCE, Decision, Measured, decide_speedup, decide_value
+from ..kit.claims import Claim, Claims
+from ..kit.compiles import reset
+from ..kit.verdicts import CONFIDENCE, Decision, Measured, decide_speedup, decide_value
 from . import study
 from .params import EarlyExitParams, EvalParams
 
@@ -305,7 +305,7 @@ def measure_early_exit(ladder, *, ms: dict, res: dict, busy: list, idle: list, n
     - one step with <= 10% of its rows active over one with all active (single steps), decided against the claim's
       side (<= 1.33) and judged either way (`either_way`);
     - recycle over full, decided against the first of target_3x, target_4x, early_exit that is this run's setup.
-      A decision's sequence of intervals holds at every look at once (`perflab.verdicts`), so the interval it
+      A decision's sequence of intervals holds at every look at once (`perflab.kit.verdicts`), so the interval it
       stopped at judges the pair's other thresholds too, and, times the useful share, the ideal;
     - each bucketed target in rounds of its own, where it is this run's setup."""
     full = res["full"]

@@ -1,12 +1,12 @@
 """Parameters of the prover notebooks (03_eval, 04_early_exit): the same names, types and defaults as
-their `parameters` cells (tests/test_notebook_params.py checks that they agree)."""
+their `parameters` cells (tests/runner/test_notebook_params.py checks that they agree)."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Literal
 
-from ..params import Backend, CompileMode, RunParams, require
-from ..paths import user_path
+from ..kit.params import Backend, CompileMode, RunParams, require
+from ..kit.paths import user_path
 
 GRAPHS = ("family", "kinship", "nations", "umls")   # the names `kg` takes besides a folder (datasets.load_kg)
 

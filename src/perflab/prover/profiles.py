@@ -1,7 +1,7 @@
 """Where a step's time goes: a torch.profiler table of the evaluation loop (`step_profile`, notebook 03) and
 launches and host reads per step of each rollout strategy (`per_step_counts`, notebook 04).
 
-Launches come from `perflab.launches.count_launches`: CUDA kernels on a GPU; on a CPU its proxy, the aten
+Launches come from `perflab.kit.launches.count_launches`: CUDA kernels on a GPU; on a CPU its proxy, the aten
 ops dispatched (views included: `StepProfile.views` says how many, they launch no kernel on a GPU) plus
 compiled-graph calls. Every count is divided by the steps of the run it was counted on.
 """
@@ -15,9 +15,9 @@ import sys
 import torch
 from torch.autograd import DeviceType
 
-from ..bench import measure
-from ..env import synchronize
-from ..launches import count_launches, profiler_activities, self_time_key
+from ..kit.bench import measure
+from ..kit.env import synchronize
+from ..kit.launches import count_launches, profiler_activities, self_time_key
 from .batching import step_bytes
 from .rollout import STRATEGIES, rollout, rollout_full
 from .step import GreedyStep

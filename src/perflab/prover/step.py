@@ -8,12 +8,12 @@ finished row is frozen: its outcome can be read at any later time. The step read
 host, so it compiles to one graph per batch size and can be replayed as a CUDA graph.
 
 Compiling: `compile` is the torch.compile mode ("off": eager), `backend` the backend
-(`perflab.compiles.compile_kwargs`). The rollout loops (`rollout.py`) compile their whole per-step body
+(`perflab.kit.compiles.compile_kwargs`). The rollout loops (`rollout.py`) compile their whole per-step body
 (the step plus the loop's bookkeeping, writing the slots in place) through `GreedyStep.compiled`, and
 keep the slots in persistent buffers (`GreedyStep.buffers`): where the mode records CUDA graphs
-(`GreedyStep.cudagraphs`, from `perflab.cudagraphs.uses_cudagraphs`) the buffers are marked static, so a
+(`GreedyStep.cudagraphs`, from `perflab.kit.cudagraphs.uses_cudagraphs`) the buffers are marked static, so a
 replay neither copies its inputs in nor its outputs out, and nothing is allocated per step. Callers of a
-CUDA-graph step follow torch's lifetime rule (`perflab.cudagraphs`): `cudagraph_mark_step_begin()` where a
+CUDA-graph step follow torch's lifetime rule (`perflab.kit.cudagraphs`): `cudagraph_mark_step_begin()` where a
 generation starts, and a clone of any output kept past the next one.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import torch
 
-from ..compiles import allow_recompiles, compile_kwargs
-from ..cudagraphs import NO_CUDAGRAPHS, tracked, uses_cudagraphs
+from ..kit.compiles import allow_recompiles, compile_kwargs
+from ..kit.cudagraphs import NO_CUDAGRAPHS, tracked, uses_cudagraphs
 from .kg import FIRST_PRED, TRUE
 
 MODES = ("off", "default", "reduce-overhead", "max-autotune")

@@ -15,12 +15,12 @@ from pathlib import Path
 import torch
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
-from ..bench import measure, summary
-from ..compiles import count_compiles, reset
-from ..env import synchronize
-from ..memory import peak_memory
-from ..paths import user_path
-from ..verdicts import CONFIDENCE, Measured
+from ..kit.bench import measure, summary
+from ..kit.compiles import count_compiles, reset
+from ..kit.env import synchronize
+from ..kit.memory import peak_memory
+from ..kit.paths import user_path
+from ..kit.verdicts import CONFIDENCE, Measured
 from . import baseline, optimized
 from .batching import step_bytes
 from .data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
@@ -90,7 +90,7 @@ def recompiles_by_tail(engine, policy, candidates: torch.Tensor, batch_sizes, ta
 @dataclasses.dataclass
 class SweepPoint:
     batch: int
-    measurement: object        # perflab.bench Measurement of one chunk's rollout (warm): the sweep's rounds at this size
+    measurement: object        # perflab.kit.bench Measurement of one chunk's rollout (warm): the sweep's rounds at this size
     steps: int                 # steps the chunk ran (its slowest candidate)
     first_call_s: float        # the first rollout at this size (compiles included when compiled)
     peak_bytes: int            # peak memory over entry during one rollout (of the eager step under CUDA graphs)

@@ -24,7 +24,7 @@ marking and says what is recorded. Inductor's own CUDA graphs are turned off ins
 Same math as the optimized step: the same ops in the same order; the schedule's weights come from the device
 step counter (int64) in float64 arithmetic, cast to float32, as the host's Python floats are; randomness is
 drawn by aten's own RNG ops (inductor's `fallback_random`), in the same order from the same generator
-(`perflab.compiles.same_draws_options`: on torch 2.11 that order needs a pass of ours), so the
+(`perflab.kit.compiles.same_draws_options`: on torch 2.11 that order needs a pass of ours), so the
 same seed gives the same dropout masks and noise (on CUDA each replay advances the Philox offset as the eager
 kernels would). The Adam update: eagerly the fused kernel, as in the optimized step; traced, torch.optim's
 foreach form of the same update (the fused one is not traceable), which inductor fuses into the step's
@@ -34,7 +34,7 @@ another order and Adam's scalars round in float32, so the curves agree to roundi
 is slower than the fused kernel: inductor's C++ code recomputes the bias corrections for every vector of
 parameters; it saves two dispatched ops per step there, and on a GPU the update is inside the replay either way.)
 
-What a compiled step still dispatches on a CPU (`perflab.launches` counts it): one compiled-graph call, and the
+What a compiled step still dispatches on a CPU (`perflab.kit.launches` counts it): one compiled-graph call, and the
 aten calls inductor's C++ code makes from inside it: every matmul (its C++ GEMM template needs weights that
 are constants, i.e. frozen inference graphs, not weights a training step updates), the random draws kept in
 aten for the same masks, and the labels' cumulative sum (no scan in the C++ backend).
@@ -48,8 +48,8 @@ import torch
 from torch.optim.adam import adam
 from tqdm import tqdm
 
-from ..compiles import compile_kwargs, same_draws_options
-from ..params import Backend, CompileMode
+from ..kit.compiles import compile_kwargs, same_draws_options
+from ..kit.params import Backend, CompileMode
 from .config import StepConfig, TrainConfig
 from .model import MixtureVAE
 from .train import METRICS, EpochLog, _DeferredReads, check_batch, step_losses

@@ -1,13 +1,13 @@
-"""The notebook's correctness checks, each a `perflab.claims.Check` (name, passed, detail); the notebook reports
+"""The notebook's correctness checks, each a `perflab.kit.claims.Check` (name, passed, detail); the notebook reports
 them with `report_checks`, which stops it on a failure. A detail says what was measured beside the rule, in a form
 that holds from run to run (nbval compares the printout): counts, and a gap as the power of ten it stays under."""
 from __future__ import annotations
 
 import torch
 
-from ..claims import Check
-from ..formatting import under
-from ..syncs import count_host_syncs
+from ..kit.claims import Check
+from ..kit.formatting import under
+from ..kit.syncs import count_host_syncs
 from .baseline import fisher_ratio_loop, remap_host, remap_unique
 from .captured import CapturedStep
 from .config import ModelConfig, TrainConfig, step_config

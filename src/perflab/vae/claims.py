@@ -1,5 +1,5 @@
-"""05_vae_sync: the seed's claims and the issues' targets as data (`perflab.claims`), what measures each, and the
-sentences of this run. The rule of every verdict is the kit's (`perflab.verdicts.judge`): the whole interval on the
+"""05_vae_sync: the seed's claims and the issues' targets as data (`perflab.kit.claims`), what measures each, and the
+sentences of this run. The rule of every verdict is the kit's (`perflab.kit.verdicts.judge`): the whole interval on the
 claim's side: "holds" ("fixed" for `sep_grad`, a defect this study repairs); wholly on the other side: "does not
 hold", or "partly holds" when the whole interval still passes `partly`; straddling: "within noise"; a claim about a
 setup this run does not have (batch 64 on CUDA, the CPU's op count on a GPU): "not tested here (measured ...)".
@@ -22,8 +22,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from ..claims import Claim, ClaimError, Claims, verdict_text
-from ..verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
+from ..kit.claims import Claim, ClaimError, Claims, verdict_text
+from ..kit.verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
 from .checks import CHECKED_STEPS
 from .config import single_changes
 from .params import VAEParams
@@ -116,7 +116,7 @@ def headline(device_type: str) -> str:
 
 def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, captured=None, model_cfg, train_cfg,
                  seed: int, device) -> dict[str, Decision | None]:
-    """The timed claims, each decided in paired rounds (`perflab.verdicts`, at most `cfg.verdict_time` seconds of
+    """The timed claims, each decided in paired rounds (`perflab.kit.verdicts`, at most `cfg.verdict_time` seconds of
     rounds, stopped once decided): the savings by `decide_saving`, the speed targets by `decide_speedup` where this
     run is their setup (else None: not timed). A call is one epoch over `batches` (log_every steps, the progress bar
     drawn into `progress_file`), as the timing table times it; each implementation trains its own model from the
@@ -147,7 +147,7 @@ def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, 
 def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, device, clock=None,
                   block: float = 0.001) -> dict[str, Decision | None]:
     """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) timed in blocks of about
-    `block` seconds of calls, one block a sample of the ms per call (`perflab.verdicts.decide_time`), until the
+    `block` seconds of calls, one block a sample of the ms per call (`perflab.kit.verdicts.decide_time`), until the
     median's 99% interval settles the claim or `cfg.verdict_time` seconds are spent (`clock`: the study's)."""
     device_type = getattr(device, "type", str(device))
     return {key: None if CLAIMS[key].off_setup(cfg, device_type) else

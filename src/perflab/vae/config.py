@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from ..params import require
+from ..kit.params import require
 
 
 @dataclass(frozen=True)

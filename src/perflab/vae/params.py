@@ -1,11 +1,11 @@
 """The parameters of notebook 05_vae_sync: the same names, types and defaults as its `parameters` cell
-(tests/test_notebook_params.py checks that they agree)."""
+(tests/runner/test_notebook_params.py checks that they agree)."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Literal
 
-from ..params import Backend, CompileMode, RunParams, require
+from ..kit.params import Backend, CompileMode, RunParams, require
 
 IMPLS = ("baseline", "optimized", "captured")
 

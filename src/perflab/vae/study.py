@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 import torch
 from torch.utils.benchmark.utils.common import Measurement
 
-from ..bench import measure_interleaved
-from ..launches import LaunchCounter, count_launches
-from ..syncs import count_host_syncs
+from ..kit.bench import measure_interleaved
+from ..kit.launches import LaunchCounter, count_launches
+from ..kit.syncs import count_host_syncs
 from .captured import Captured, CapturedStep
 from .config import ModelConfig, StepConfig, TrainConfig
 from .model import MixtureVAE, build_model, count_parameters, matmul_flops
@@ -38,7 +38,7 @@ def torch_threads(n: int) -> Iterator[None]:
 
 
 def pick_clock(clock: str, device: torch.device) -> Callable[[], float] | None:
-    """The timer for `perflab.bench.measure`: None (wall time, CUDA-synchronized) or time.process_time.
+    """The timer for `perflab.kit.bench.measure`: None (wall time, CUDA-synchronized) or time.process_time.
 
     "auto" picks CPU time on a CPU device running one torch thread: on a shared host it counts only
     this process's work, and with one thread it equals what an idle host's wall clock would show."""
@@ -110,7 +110,7 @@ def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: Train
 
 def count_step_launches(tr: EagerTrainer | CapturedStep, batches) -> tuple[float, LaunchCounter]:
     """Launches per step over one epoch of `batches` (after one uncounted warm-up step): kernels on CUDA,
-    the aten-op proxy on CPU (`perflab.launches`). Counting runs the profiler: never time in the same call."""
+    the aten-op proxy on CPU (`perflab.kit.launches`). Counting runs the profiler: never time in the same call."""
     tr.epoch(batches[:1])
     with count_launches(next(tr.model.parameters()).device) as c:
         tr.epoch(batches)
@@ -132,7 +132,7 @@ LAUNCH_KINDS = {
 
 
 def host_calls(c: LaunchCounter, steps: int) -> dict[str, float]:
-    """The host's calls into the GPU runtime per step, by what they start (`perflab.launches`; all 0 on a CPU).
+    """The host's calls into the GPU runtime per step, by what they start (`perflab.kit.launches`; all 0 on a CPU).
     A captured step that draws random numbers: 1 graph launch, 2 kernel launches (the RNG-state fills before
     each replay, PyTorch PR #143777) and its 2 input copies per step, plus the metric ring's read every
     log_every steps."""
@@ -167,7 +167,7 @@ class TimedJob:
 def time_steps(jobs: dict, *, rounds: int, model_cfg: ModelConfig, train_cfg: TrainConfig,
                seed: int, device: torch.device | str, progress_file, min_run_time: float, max_run_time: float,
                timer: Callable[[], float] | None = None, label: str = "VAE training step") -> dict[str, Measurement]:
-    """Time each job's epochs (the progress bar drawn into `progress_file`) with `perflab.bench.measure`,
+    """Time each job's epochs (the progress bar drawn into `progress_file`) with `perflab.kit.bench.measure`,
     in `rounds` interleaved rounds (job 1, job 2, ..., job 1, job 2, ...) so a drift in the machine's
     load hits every job alike; the rounds are merged and reported per step. Each job trains its own
     model across rounds; only the first round warms up (a fresh captured step compiles there)."""

@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from ...env import synchronize
+from ...kit.env import synchronize
 from .. import optimized
 from ..rollout import rollout
 from ..step import GreedyStep
@@ -178,7 +178,7 @@ class LinkPrediction:
 
 
 def scoring_sampler(kg, lp: LinkPrediction):
-    """A callable for `perflab.verdicts.decide_value`: each call scores the next group of the split's test triples
+    """A callable for `perflab.kit.verdicts.decide_value`: each call scores the next group of the split's test triples
     whose candidates fill about one search batch per side (the search and the embedding, warm, as
     `lp.candidates_per_s` counts them: search + embedding seconds) and returns its candidates per second; the groups
     cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (nine

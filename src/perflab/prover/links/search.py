@@ -16,7 +16,7 @@ exhaustive search of two steps, which is what one mined rule needs (the rule, th
 Fixed shapes and no host read: `depth` steps of [B, W] beams whatever happens (a dead beam scores -inf and
 is still computed), so the whole search of a chunk is `depth` calls of one compiled graph per shape (the
 first step has W = 1: the query alone) and one read of the results at the end. Where the mode records CUDA
-graphs, a chunk is one generation (`perflab.cudagraphs`): step 2 reads step 1's outputs, and the chunk's
+graphs, a chunk is one generation (`perflab.kit.cudagraphs`): step 2 reads step 1's outputs, and the chunk's
 results are copied out before the next chunk frees them. Ties between children are
 broken by their position (a stable sort), so a row's proof never depends on the other rows of its chunk.
 
@@ -31,7 +31,7 @@ import time
 
 import torch
 
-from ...env import synchronize
+from ...kit.env import synchronize
 from ..kg import FIRST_PRED, TRUE
 from ..rollout import check_batch, pad_to
 from ..step import GreedyStep

@@ -10,5 +10,5 @@ once per cluster (`baseline.py`), and the same update without asking (`optimized
     optimized.py  the fast version, with the baseline's signature
     checks.py     the correctness checks: every version against the oracle, fresh inputs (`checks.correctness`)
     study.py      what the notebook calls, by role: inputs, counts, benchmark, plot, evidence (and IMPLS)
-    claims.py     the claims as data (`perflab.claims`), checked when imported
+    claims.py     the claims as data (`perflab.kit.claims`), checked when imported
 """

@@ -1,4 +1,4 @@
-"""The notebook's correctness checks (`checks.correctness`), each a `perflab.claims.Check`: its name, whether it
+"""The notebook's correctness checks (`checks.correctness`), each a `perflab.kit.claims.Check`: its name, whether it
 passed, and what was measured beside what is allowed. The notebook reports them with `report_checks`, which stops
 it on a failure, before anything is timed. The inputs are fresh: several shapes, from seeds the benchmark does not
 use.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import torch
-from perflab.claims import Check
+from perflab.kit.claims import Check
 
 from . import reference
 from .data import blobs

@@ -1,4 +1,4 @@
-"""The study's claims, as data (`perflab.claims`): each with its number as claimed and its rule, and the setup it is
+"""The study's claims, as data (`perflab.kit.claims`): each with its number as claimed and its rule, and the setup it is
 about where its text names one. Checked here, when this module is imported (the notebook's first cell, and the
 tests): an unknown field, a setup key that is not a parameter of Params, or a headline that is no claim raises a
 ClaimError that names the claim and what is allowed, before anything is timed.
@@ -9,7 +9,7 @@ of its threshold "holds", the whole of it on the other side "does not hold", an 
 reads "not tested here (measured at k=128)". `perflab report` shows the verdicts beside what was measured."""
 from __future__ import annotations
 
-from perflab.claims import Claim, Claims
+from perflab.kit.claims import Claim, Claims
 
 from .params import Params
 

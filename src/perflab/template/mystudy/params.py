@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from perflab.params import RunParams, require
+from perflab.kit.params import RunParams, require
 
 
 @dataclasses.dataclass

@@ -16,10 +16,10 @@ import math
 
 import matplotlib.pyplot as plt
 import torch
-from perflab.bench import Measurement, compare, measure_interleaved, summary
-from perflab.env import device_kind
-from perflab.syncs import count_host_syncs
-from perflab.verdicts import Measured, decide_speedup
+from perflab.kit.bench import Measurement, compare, measure_interleaved, summary
+from perflab.kit.env import device_kind
+from perflab.kit.syncs import count_host_syncs
+from perflab.kit.verdicts import Measured, decide_speedup
 
 from . import baseline, optimized
 from .claims import CLAIMS
@@ -43,7 +43,7 @@ def _call(impl, data, iters: int):
 
 
 def counts(run, data) -> dict[str, dict]:
-    """Each version's host syncs over one call (`perflab.syncs.count_host_syncs`), per iteration and by the op that
+    """Each version's host syncs over one call (`perflab.kit.syncs.count_host_syncs`), per iteration and by the op that
     made them; logged and printed. -> {version: {"per_iteration": float, "by_op": {op: count}}}"""
     cfg, out = run.cfg, {}
     for name, impl in IMPLS.items():
@@ -58,7 +58,7 @@ def counts(run, data) -> dict[str, dict]:
 
 def benchmark(run) -> dict[tuple[str, int], Measurement]:
     """One call of each version at every cluster count of `sweep_k` and `k` (sizes x versions), in two interleaved
-    rounds so that a drift of the machine hits both alike (`perflab.bench.measure_interleaved`); logged, and printed
+    rounds so that a drift of the machine hits both alike (`perflab.kit.bench.measure_interleaved`); logged, and printed
     as a table. -> {(version, k): Measurement of one call}"""
     cfg, device = run.cfg, run.device
     times = {}
@@ -97,7 +97,7 @@ def plot(run, times: dict[tuple[str, int], Measurement]):
 
 def evidence(run, data, counts: dict[str, dict]) -> dict[str, tuple]:
     """Each claim's measurement and the sentence that says what it is, keyed by claim (what `CLAIMS.judge` takes):
-    the host syncs counted (exact); the speedup decided in paired rounds (`perflab.verdicts.decide_speedup`, at most
+    the host syncs counted (exact); the speedup decided in paired rounds (`perflab.kit.verdicts.decide_speedup`, at most
     `verdict_time` seconds), and only where this run is the setup the claim is about (else None: not tested here)."""
     cfg, device = run.cfg, run.device
     b, o = counts["baseline"]["per_iteration"], counts["optimized"]["per_iteration"]

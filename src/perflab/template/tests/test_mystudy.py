@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from perflab.notebooks import schema_mismatches
-from perflab.params import ParameterError, load_preset, validate
-from perflab.run import setup
-from perflab.syncs import count_host_syncs
-from perflab.verdicts import VERDICTS
+from perflab.kit.notebook import setup
+from perflab.kit.params import ParameterError, load_preset, validate
+from perflab.kit.syncs import count_host_syncs
+from perflab.kit.verdicts import VERDICTS
+from perflab.runner.catalog import schema_mismatches
 
 from mystudy import checks, reference, study
 from mystudy.claims import CLAIMS

@@ -1,0 +1,267 @@
+"""Timing: torch.utils.benchmark underneath, medians with spread on top.
+
+    base = measure(lambda: f_base(x), label="slab stats", sub_label="n=4096", description="baseline")
+    opt = measure(lambda: f_opt(x), label="slab stats", sub_label="n=4096", description="optimized")
+    print(fmt(opt), speedup(base, opt))
+    compare([base, opt]).print()
+
+`measure` warms up, then times with `Timer.adaptive_autorange`, which synchronizes the device around
+each block and keeps going until the IQR is under `threshold` of the median (at least 4 blocks)
+or `max_run_time` runs out. It uses all of torch's intra-op threads by default (Timer alone would
+use one): `m.task_spec.num_threads` records the count.
+
+The floor helpers measure this device's copy bandwidth and matmul throughput, so a study can say
+how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-coding a spec sheet.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import torch
+from torch.utils import benchmark
+from torch.utils.benchmark.utils.common import Measurement
+
+from .env import synchronize
+from .formatting import fmt_seconds
+
+__all__ = ["measure", "measure_interleaved", "BlockTimer", "PairedTimer", "summary", "fmt", "fmt_seconds", "speedup", "compare",
+           "memory_bandwidth", "matmul_peak", "Measurement"]
+
+
+def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
+            min_run_time: float = 0.2, max_run_time: float = 10.0, threshold: float = 0.1,
+            warmup: int = 1, num_threads: int | None = None,
+            device: torch.device | str | None = None,
+            timer: Callable[[], float] | None = None) -> Measurement:
+    """Time `fn()` and return a `torch.utils.benchmark.Measurement`.
+
+    `warmup` untimed calls first (compiles, allocator growth, caches), then blocks of calls until
+    the IQR/median is below `threshold` (with >= 4 blocks and >= `min_run_time` s) or `max_run_time` s.
+    Compile time is not in the result: time it separately (see `perflab.kit.compiles`).
+    `timer` replaces Timer's clock (wall time, CUDA-synchronized when CUDA is present), e.g.
+    `time.process_time` to count only this process's CPU time on a shared CPU host (with one thread
+    it equals an idle host's wall time). CPU only: it neither synchronizes nor counts the host's waits.
+    """
+    if warmup < 0 or min_run_time <= 0 or max_run_time < min_run_time:
+        raise ValueError("measure: need warmup >= 0 and 0 < min_run_time <= max_run_time")
+    for _ in range(warmup):
+        fn()
+    if device is not None:
+        synchronize(device)
+    extra = {"timer": timer} if timer is not None else {}
+    t = benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label, sub_label=sub_label,
+                        description=description, num_threads=num_threads or torch.get_num_threads(), **extra)
+    return t.adaptive_autorange(threshold=threshold, min_run_time=min_run_time, max_run_time=max_run_time)
+
+
+def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: dict | None = None,
+                        descriptions: dict | None = None, min_run_time: float = 0.2, max_run_time: float = 10.0,
+                        warmup: int = 1, **kw) -> dict:
+    """Time several callables side by side: `rounds` rounds, each timing every callable in turn with
+    `measure` (1/rounds of the time budget each), merged per callable into one Measurement.
+
+    A machine whose speed drifts during the run (a shared CPU, a GPU warming up) then slows every
+    callable alike instead of whichever ran last. `fns` maps a key to a callable; its sub_label is
+    `sub_labels[key]` (default: the key) and its description `descriptions[key]` (default ""). Only the
+    first round warms up. Other keywords go to `measure` (threshold, device, timer, num_threads).
+    -> {key: Measurement}"""
+    if rounds < 1:
+        raise ValueError(f"measure_interleaved: rounds must be >= 1, got {rounds}")
+    parts: dict = {k: [] for k in fns}
+    for r in range(rounds):
+        for k, fn in fns.items():
+            parts[k].append(measure(fn, label=label, sub_label=(sub_labels or {}).get(k, str(k)),
+                                    description=(descriptions or {}).get(k, ""), warmup=warmup if r == 0 else 0,
+                                    min_run_time=min_run_time / rounds, max_run_time=max_run_time / rounds, **kw))
+    return {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
+
+
+class BlockTimer:
+    """One callable timed in blocks: each call of the timer times one block of about `block` seconds of calls and
+    returns the seconds per call (a sample for `perflab.kit.verdicts.decide_value` / `decide_time`).
+
+        t = BlockTimer(f, block=0.001, device=device)   # warms up and sizes the block
+        seconds_per_call = t()
+
+    The calls per block are set from single calls: one when a call already fills a block, else the median of three
+    (one may have been preempted). The device is synchronized before and after each block (`perflab.kit.env.synchronize`,
+    so queued GPU work is inside the block that launched it; `device` None: the default device, resolved once here,
+    since the first CUDA query of a process costs ~0.1-0.3 s). `clock` replaces `time.perf_counter` (tests drive a
+    simulated one). `warmup` untimed calls come first (compiles, allocator growth, caches)."""
+
+    def __init__(self, fn: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
+                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None, name: str = "fn"):
+        from .env import pick_device
+
+        if not callable(fn):
+            raise TypeError(f"{name} must be a callable taking no arguments, got {type(fn).__name__}")
+        if isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0:
+            raise ValueError(f"block must be > 0 seconds, got {block!r}")
+        if warmup < 0:
+            raise ValueError(f"warmup must be >= 0, got {warmup!r}")
+        self.fn, self.clock = fn, clock or time.perf_counter
+        self.device = torch.device(device) if device is not None else pick_device("auto")
+        for _ in range(warmup):
+            fn()
+        t = self.time(1)
+        if t < block:
+            t = sorted([t, self.time(1), self.time(1)])[1]
+        self.calls = max(1, min(1_000_000, round(block / max(t, 1e-9))))
+
+    def time(self, n: int) -> float:
+        """Seconds per call over `n` calls, the device synchronized around them."""
+        synchronize(self.device)
+        t0 = self.clock()
+        for _ in range(n):
+            self.fn()
+        synchronize(self.device)
+        return (self.clock() - t0) / n
+
+    def __call__(self) -> float:
+        return self.time(self.calls)
+
+
+class PairedTimer:
+    """Two callables timed in paired rounds: each `round()` times one block of calls of `a` and one of `b`
+    (`BlockTimer`s), in an order drawn at random for each round, and returns the two times per call in seconds.
+    Random, not alternating: a process that takes the core every few blocks would hit the same side of every
+    round under a fixed pattern (a b, b a, a b, ...), skewing the rounds one way; drawn, it hits either side alike.
+
+        pt = PairedTimer(f_base, f_opt, block=0.001, device=device)   # warms up and sizes the blocks
+        t_a, t_b = pt.round()
+
+    A block of each side lasts about `block` seconds: both sides are then equally exposed to what else the machine
+    does. Blocks are short (1 ms by default): on a shared machine another process takes the core for milliseconds at
+    a time, so a short block is either untouched or visibly spoiled, and the median over many rounds reads the
+    untouched ones; a long block collects a varying number of interruptions and every round is noisy
+    (`tools/block-size.py`, kept in outputs/battery/: the 99.9% interval of a 1.5x speedup under two busy processes
+    on 2 cores, 2 s of rounds: [1.495, 1.504] with 1 ms blocks, [1.279, 1.567] with 10 ms). `warmup` untimed calls of
+    each side come first: compile time is never in a round."""
+
+    def __init__(self, a: Callable[[], object], b: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
+                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None, seed: int = 0):
+        import random
+
+        self.order = random.Random(seed)  # which side goes first, drawn per round (seeded: a run can be repeated)
+        for name, f in (("a", a), ("b", b)):
+            if not callable(f):
+                raise TypeError(f"PairedTimer: {name} must be a callable taking no arguments, got {type(f).__name__}")
+        for _ in range(warmup):
+            a(), b()
+        self.timers = tuple(BlockTimer(f, block=block, warmup=0, device=device, clock=clock, name=name)
+                            for name, f in (("a", a), ("b", b)))
+        self.calls = tuple(t.calls for t in self.timers)
+        self.rounds = 0
+
+    def round(self) -> tuple[float, float]:
+        """One block of each side, in an order drawn for this round: (a's, b's) seconds per call."""
+        order = (0, 1) if self.order.random() < 0.5 else (1, 0)
+        t = {side: self.timers[side]() for side in order}
+        self.rounds += 1
+        return t[0], t[1]
+
+
+def summary(m: Measurement) -> dict:
+    """Median and spread of a measurement, in seconds: median, iqr, p20, p80, mean, n (blocks)."""
+    t = np.asarray(m.times, dtype=float)
+    return {
+        "median_s": float(np.median(t)),
+        "iqr_s": float(np.subtract(*np.percentile(t, [75, 25]))),
+        "p20_s": float(np.percentile(t, 20)),
+        "p80_s": float(np.percentile(t, 80)),
+        "mean_s": float(t.mean()),
+        "n": int(t.size),
+        "calls_per_block": int(m.number_per_run),
+        "num_threads": int(m.task_spec.num_threads),
+    }
+
+
+def fmt(m: Measurement) -> str:
+    """'12.3 ms (IQR 0.4 ms, n=7)': median with spread and the number of timed blocks."""
+    s = summary(m)
+    return f"{fmt_seconds(s['median_s'])} (IQR {fmt_seconds(s['iqr_s'])}, n={s['n']})"
+
+
+def speedup(baseline: Measurement, optimized: Measurement) -> float:
+    """Ratio of medians, baseline / optimized (> 1 means optimized is faster)."""
+    return baseline.median / optimized.median
+
+
+def speedup_range(baseline: Measurement, optimized: Measurement) -> tuple[float, float]:
+    """A conservative spread for the ratio: (baseline p20 / optimized p80, baseline p80 / optimized p20)."""
+    b, o = summary(baseline), summary(optimized)
+    return b["p20_s"] / o["p80_s"], b["p80_s"] / o["p20_s"]
+
+
+class Table:
+    """Timings side by side, one line each: benchmark, case, implementation, median (three significant figures),
+    IQR, p20-p80, timed blocks, and the speedup against the case's reference (`perflab.kit.formatting.reference_rows`).
+
+    It replaces torch's `Compare` for reports: `Compare.trim_significant_figures` rounds by the noise, so 14.0,
+    13.3 and 13.7 ms print as "14, 10, 10"; here the median is printed as measured, beside its spread."""
+
+    HEADER = ("benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "speedup")
+
+    def __init__(self, measurements: Iterable[Measurement], title: str | None = None):
+        from .formatting import reference_rows, speedup_text
+
+        self.title = title
+        self.measurements = list(measurements)
+        ms = [(m.task_spec, summary(m)) for m in self.measurements]
+        refs = reference_rows([(t.label, t.sub_label or "", t.description or "") for t, _ in ms])
+        self.rows = [
+            [t.label, t.sub_label or "", t.description or "", fmt_seconds(s["median_s"]), fmt_seconds(s["iqr_s"]),
+             f"{fmt_seconds(s['p20_s'])} - {fmt_seconds(s['p80_s'])}", str(s["n"]),
+             "" if ref is None else speedup_text(ms[ref][1]["median_s"], s["median_s"], ref == i)]
+            for i, ((t, s), ref) in enumerate(zip(ms, refs))]
+
+    def __str__(self) -> str:
+        cols = [list(c) for c in zip(self.HEADER, *self.rows)]
+        widths = [max(len(v) for v in c) for c in cols]
+        lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [self.HEADER, *self.rows]]
+        head = [f"[ {self.title} ]"] if self.title else []
+        return "\n".join(head + lines[:1] + ["  ".join("-" * w for w in widths)] + lines[1:])
+
+    def print(self) -> None:
+        print(self)
+
+    def torch_compare(self) -> benchmark.Compare:
+        """The same measurements as torch's `Compare` table (its columns: descriptions; rounded by the noise)."""
+        c = benchmark.Compare(self.measurements)
+        if self.title:
+            c.title = self.title
+        return c
+
+
+def compare(measurements: Iterable[Measurement], *, title: str | None = None) -> Table:
+    """The measurements as a `Table` (one line per timing, precise medians, spread, speedup); `.print()` it."""
+    return Table(measurements, title=title)
+
+
+# ---- floors: what this device can do at best ---------------------------------------------------
+
+def memory_bandwidth(device: torch.device | str, nbytes: int = 256 * 2**20, **kw) -> tuple[float, Measurement]:
+    """Measured copy bandwidth in bytes/s (bytes read + bytes written per copy) and its Measurement.
+
+    Use >= 4x the last-level cache for `nbytes` so the copy streams from memory."""
+    dev = torch.device(device)
+    n = nbytes // 4
+    src = torch.rand(n, device=dev)
+    dst = torch.empty_like(src)
+    m = measure(lambda: dst.copy_(src), label="floor", sub_label=f"copy {nbytes / 2**20:.0f} MiB",
+                description=str(dev), device=dev, **kw)
+    return 2 * n * 4 / m.median, m
+
+
+def matmul_peak(device: torch.device | str, dtype: torch.dtype = torch.float32, n: int | None = None,
+                **kw) -> tuple[float, Measurement]:
+    """Measured dense matmul throughput in FLOP/s for an n x n x n product, and its Measurement."""
+    dev = torch.device(device)
+    n = n or (8192 if dev.type != "cpu" else 1024)  # an accelerator needs a big product to reach its peak
+    a = torch.randn(n, n, device=dev, dtype=dtype)
+    b = torch.randn(n, n, device=dev, dtype=dtype)
+    m = measure(lambda: a @ b, label="floor", sub_label=f"matmul {n}^3 {dtype}".replace("torch.", ""),
+                description=str(dev), device=dev, **kw)
+    return 2 * n**3 / m.median, m

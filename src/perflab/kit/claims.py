@@ -1,0 +1,397 @@
+"""One claims kit for every study and for `perflab new`: claims as data, the checks, the verdicts, the log, the figure.
+
+    CLAIMS = Claims(
+        Claim("syncs", "The optimized k-means makes at least 10x fewer host syncs", ">= 10x fewer", at_least=10),
+        Claim("speed", "The optimized k-means is at least 2x faster at k=32", ">= 2x", at_least=2, setup={"k": 32}),
+        headline="speed", params=Params)                  # checked here, at import: before anything is timed
+    d = decide_speedup(base, opt, **CLAIMS["speed"].rule, max_run_time=2)   # perflab.kit.verdicts
+    rows = CLAIMS.judge({"syncs": (Measured.exact(33), "33 -> 1 per iteration"), "speed": (d, "one call at k=32")},
+                        cfg=run.cfg, device=run.device)
+    CLAIMS.log(run, rows)                                 # results log, printed, the headline; then claims_figure(rows)
+    report_checks(run, [Check("baseline equals the oracle", ok, "within 1e-5")])   # stops the notebook on a FAIL
+
+Verdicts (`perflab.kit.verdicts.judge`, one rule for all): the whole interval on the claim's side: "holds" ("fixed"
+for a claim that a cost can be removed, `fixed=True`); the whole interval on the other side: "does not hold", or
+"partly holds" when the whole interval still passes `partly`; straddling: "within noise". A claim names the setup
+it is about (`setup={"batch": 64, "device": "cuda"}`: parameters of the study, and the device type the run used):
+measured under another it is "not tested here", and the row says what was measured instead ("measured at
+batch=16"). Every claim mistake is a `ClaimError` naming the claim and what is allowed, raised when the claims are
+built (an unknown field, a setup key the parameters do not have, a headline that is no claim) or when they are
+judged (a measurement for no claim, a claim without one, a decision made against another threshold).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from .verdicts import Decision, Measured, judge
+
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+class ClaimError(ValueError):
+    """A claim that cannot be judged as written: the message names the claim and what is allowed."""
+
+
+_FIELDS = ("at_least", "at_most", "partly", "fixed", "setup", "source", "metric", "why_not")
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class Claim:
+    """A claim as data: `key` (how code names it), `text` (the claim, as said), `claimed` (its number, as written)
+    and the rule: exactly one of `at_least` / `at_most`, `partly` (a smaller threshold on the same side: a real but
+    smaller effect), `fixed` ("holds" reads "fixed": the claim is that a cost is removed), `setup` (the parameters
+    and device type it is about), `source` (where it comes from: "seed 002", "issue 13"), `metric` (what is measured
+    here, in words), `why_not` (why it cannot be tested elsewhere)."""
+    key: str
+    text: str
+    claimed: str
+    at_least: float | None
+    at_most: float | None
+    partly: float | None
+    fixed: bool
+    setup: tuple
+    source: str
+    metric: str
+    why_not: str
+
+    def __init__(self, key: str, text: str, claimed: str, **rule: Any):
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ClaimError(f"a claim's key must be a name like 'speed_2x', got {key!r}")
+        unknown = sorted(set(rule) - set(_FIELDS))
+        if unknown:
+            raise ClaimError(f"claim {key!r}: unknown field {', '.join(map(repr, unknown))}; a Claim takes key, text, "
+                             f"claimed and {', '.join(_FIELDS)}")
+        for name, v in (("text", text), ("claimed", claimed)):
+            if not isinstance(v, str) or not v:
+                raise ClaimError(f"claim {key!r}: {name} must be a non-empty string, got {v!r}")
+        setup = rule.get("setup") or {}
+        if not isinstance(setup, Mapping) or not all(isinstance(k, str) for k in setup):
+            raise ClaimError(f"claim {key!r}: setup must be a mapping of parameter name to value, got {setup!r}")
+        if "device" in setup and setup["device"] not in DEVICE_TYPES:
+            raise ClaimError(f"claim {key!r}: setup's device is a device type, one of {DEVICE_TYPES}, "
+                             f"got {setup['device']!r}")
+        values = dict(key=key, text=text, claimed=claimed, at_least=rule.get("at_least"), at_most=rule.get("at_most"),
+                      partly=rule.get("partly"), fixed=rule.get("fixed", False), setup=tuple(setup.items()),
+                      source=rule.get("source", ""), metric=rule.get("metric", ""), why_not=rule.get("why_not", ""))
+        try:
+            judge(Measured.exact(0.0), at_least=values["at_least"], at_most=values["at_most"], partly=values["partly"])
+        except (TypeError, ValueError) as e:
+            raise ClaimError(f"claim {key!r}: {str(e).removeprefix('judge: ')}") from None
+        if not isinstance(values["fixed"], bool):
+            raise ClaimError(f"claim {key!r}: fixed must be True or False, got {values['fixed']!r}")
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+
+    @property
+    def rule(self) -> dict:
+        """The thresholds, as `decide_speedup(..., **claim.rule)` and `judge(m, **claim.rule)` take them."""
+        return {k: getattr(self, k) for k in ("at_least", "at_most", "partly") if getattr(self, k) is not None}
+
+    @property
+    def rule_text(self) -> str:
+        t = f">= {self.at_least:.4g}" if self.at_least is not None else f"<= {self.at_most:.4g}"
+        return t + (f" (partly: {'>=' if self.at_least is not None else '<='} {self.partly:.4g})"
+                    if self.partly is not None else "")
+
+    def off_setup(self, cfg: Any = None, device_type: str = "") -> str:
+        """'' when this run is the setup the claim is about, else what was measured instead ('batch=16', 'cpu')."""
+        on, at = [], []
+        for k, want in self.setup:
+            have = device_type if k == "device" else getattr(cfg, k, None) if cfg is not None else None
+            if have != want:
+                (on if k == "device" else at).append(str(have) if k == "device" else f"{k}={have}")
+        return " ".join(([f"on {on[0]}"] if on else []) + ([f"at {', '.join(at)}"] if at else []))
+
+    def verdict(self, m: Measured | Decision | None, cfg: Any = None, device_type: str = "") -> str:
+        """This claim's verdict on `m` in this run's setup."""
+        if m is None or self.off_setup(cfg, device_type):
+            return "not tested here"
+        v = judge(m.measured if isinstance(m, Decision) else m, **self.rule)
+        return "fixed" if self.fixed and v == "holds" else v
+
+
+class Claims:
+    """A study's claims, checked together when built: unique keys, the headline among them, every setup key a
+    parameter of `params` (the study's parameters dataclass) or "device", with a value of its type."""
+
+    def __init__(self, *claims: Claim, headline: str | None = None, params: type | None = None):
+        if not all(isinstance(c, Claim) for c in claims):
+            raise ClaimError(f"Claims takes Claim objects, got {[type(c).__name__ for c in claims]}")
+        keys = [c.key for c in claims]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise ClaimError(f"claims named twice: {', '.join(dup)}")
+        self.claims = tuple(claims)
+        if headline is not None and headline not in keys:
+            raise ClaimError(f"headline {headline!r} is not among the claims: {', '.join(keys)}")
+        self.headline = headline
+        if params is not None:
+            self._check_setup(params)
+
+    def _check_setup(self, params: type) -> None:
+        from .params import _hints, _type_ok, fields_of, type_name
+
+        fields, hints = fields_of(params), _hints(params)
+        for c in self.claims:
+            for k, v in c.setup:
+                if k == "device":
+                    continue
+                if k not in fields:
+                    raise ClaimError(f"claim {c.key!r}: setup key {k!r} is not a parameter of {params.__name__}; "
+                                     f"allowed: device, {', '.join(fields)}")
+                if not _type_ok(v, hints[k]):
+                    raise ClaimError(f"claim {c.key!r}: setup {k}={v!r} is not a {type_name(hints[k])}, as "
+                                     f"{params.__name__}.{k} is")
+
+    def __iter__(self):
+        return iter(self.claims)
+
+    def __len__(self) -> int:
+        return len(self.claims)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(c.key for c in self.claims)
+
+    def __getitem__(self, key: str) -> Claim:
+        for c in self.claims:
+            if c.key == key:
+                return c
+        raise ClaimError(f"no claim {key!r}; the claims: {', '.join(self.keys)}")
+
+    def judge(self, found: Mapping[str, tuple], *, cfg: Any = None, device: Any = None) -> list[dict]:
+        """One row per claim from `found` = {key: (Measured, Decision or None, the sentence of what was measured)};
+        every claim needs an entry (None: nothing measured here). `cfg`: the run's parameters, `device`: its device
+        (or device type), for the claims' setups."""
+        unknown = sorted(set(found) - set(self.keys))
+        missing = [k for k in self.keys if k not in found]
+        if unknown or missing:
+            raise ClaimError("; ".join(
+                ([f"measured for no claim: {', '.join(unknown)}"] if unknown else [])
+                + ([f"claims not measured: {', '.join(missing)} (give None for one not measured here)"]
+                   if missing else [])) + f"; the claims: {', '.join(self.keys)}")
+        dt = getattr(device, "type", device) or ""
+        for c in self.claims:
+            for k, _ in c.setup:
+                if k == "device" and not dt:
+                    raise ClaimError(f"claim {c.key!r} is about a device type: judge(..., device=run.device)")
+                if k != "device" and cfg is None:
+                    raise ClaimError(f"claim {c.key!r} is about {k}: judge(..., cfg=run.cfg)")
+        return [self._row(c, *self._entry(c, found[c.key]), cfg, dt) for c in self.claims]
+
+    @staticmethod
+    def _entry(c: Claim, entry) -> tuple:
+        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], str)):
+            raise ClaimError(f"claim {c.key!r}: give (measurement or None, sentence), got {entry!r}")
+        m, sentence = entry
+        if m is not None and not isinstance(m, (Measured, Decision)):
+            raise ClaimError(f"claim {c.key!r}: a measurement is a Measured or a Decision, got {type(m).__name__}")
+        if isinstance(m, Decision):
+            made = {k: getattr(m, k) for k in ("at_least", "at_most", "partly") if getattr(m, k) is not None}
+            if made != c.rule:
+                raise ClaimError(f"claim {c.key!r} is {c.rule} but its decision was made against {made}: "
+                                 f"decide with **CLAIMS[{c.key!r}].rule")
+        return m, sentence
+
+    @staticmethod
+    def _row(c: Claim, m, sentence: str, cfg, device_type: str) -> dict:
+        off = c.off_setup(cfg, device_type)
+        row = {"key": c.key, "claim": c.text, "claimed": c.claimed, "measured": sentence,
+               "verdict": c.verdict(m, cfg, device_type), "rule": c.rule_text, **c.rule}
+        if c.source:
+            row["source"] = c.source
+        if row["verdict"] == "not tested here":
+            row["why"] = f"measured {off}" if off else (c.why_not or "nothing measured")
+            if off and c.why_not:
+                row["why_not"] = c.why_not
+        if m is not None:
+            mm = m.measured if isinstance(m, Decision) else m
+            row.update(value=mm.value, low=mm.low, high=mm.high)
+        if isinstance(m, Decision):
+            row.update(confidence=m.confidence, rounds=m.rounds, seconds=m.seconds, quantity=m.quantity)
+            if m.note:
+                row["note"] = m.note
+        return row
+
+    def log(self, run, rows: list[dict], *, headline: str | None = None) -> None:
+        """Log each row (`run.log.claim`), print it, and make the headline claim (`headline`, else the one given
+        when the claims were built) the study's one-line finding in `perflab report`."""
+        log_rows(getattr(run, "log", run), rows, headline=headline or self.headline)
+
+
+def _number(x) -> float | None:
+    """A bound as logged: a float, or a string the log wrote for a non-finite one ('inf'); None when absent."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    try:
+        return float(x) if isinstance(x, str) else None
+    except ValueError:
+        return None
+
+
+NUMBERS = ("value", "low", "high", "at_least", "at_most", "partly")
+
+
+def read_row(row: Mapping) -> dict:
+    """A claim row as the results log holds it, its numbers read back: a non-finite bound the log wrote as a string
+    ('-inf') as a float; an interval missing a part (a row logged before this kit) dropped whole."""
+    out = {k: v for k, v in row.items() if k not in NUMBERS}
+    out.update({k: x for k in NUMBERS if (x := _number(row.get(k))) is not None})
+    if any(k not in out for k in NUMBERS[:3]):
+        for k in NUMBERS[:3]:
+            out.pop(k, None)
+    return out
+
+
+def verdict_text(row: Mapping) -> str:
+    """'holds', or 'not tested here (measured at batch=16)'."""
+    return f"{row['verdict']} ({row['why']})" if row.get("why") else row["verdict"]
+
+
+def _num(x: float) -> str:
+    """3 significant figures, without an exponent from 1,000 up: 2.5, 0.0102, 2,310 (not 2.31e+03)."""
+    if not math.isfinite(x):
+        return "-inf" if x < 0 else "inf"
+    return f"{x:,.0f}" if 1000 <= abs(x) < 1e15 else f"{x:.3g}"
+
+
+def judged_text(row: Mapping) -> str:
+    """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval, 12 rounds, 0.31 s)'."""
+    row = read_row(row)
+    if "value" not in row or "rule" not in row:
+        return ""
+    span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
+    how = (f" ({row['confidence']:.0%} interval, {row['rounds']} rounds, {row['seconds']:.2f} s)"
+           if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")
+    how += f"; {row['note']}" if row.get("note") else ""
+    return f"{_num(row['value'])}{span} against {row['rule']}{how}"
+
+
+_LOGGED = ("key", "source", "rule", "value", "low", "high", "at_least", "at_most", "partly", "why", "why_not",
+           "confidence", "rounds", "seconds", "quantity", "note", "variant")
+
+
+def log_rows(log, rows: list[dict], *, headline: str | None = None) -> None:
+    """Log and print claim rows as `Claims.judge` makes them (`log`: a `perflab.kit.results.ResultsLog`); the row whose
+    key is `headline` leads the report."""
+    for r in rows:
+        extra = {k: r[k] for k in _LOGGED if isinstance(r.get(k), (str, int, float)) and r[k] != ""}
+        log.claim(r["claim"], claimed=r["claimed"], measured=r["measured"], verdict=r["verdict"], **extra)
+        where = f" ({r['source']})" if r.get("source") else ""
+        judged = judged_text(r) if r["verdict"] != "not tested here" else ""
+        print(f"[{verdict_text(r)}] {r['claim']}{where}\n    claimed: {r['claimed']}\n    here: {r['measured']}"
+              + (f"\n    judged: {judged}" if judged else "") + (f"\n    why: {r['why_not']}" if r.get("why_not") else ""))
+    if headline is not None:
+        hit = [r for r in rows if r.get("key") == headline]
+        if not hit:
+            raise ClaimError(f"headline {headline!r} is not among the rows: {', '.join(r.get('key', '?') for r in rows)}")
+        log.headline(f"{hit[0]['claim']}: {hit[0]['measured']} [{verdict_text(hit[0])}]")
+
+
+# ---- checks ------------------------------------------------------------------------------------------------------
+
+class Check(NamedTuple):
+    """A correctness check's outcome: its name, whether it passed, and what was measured or required."""
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+def report_checks(run, checks: Iterable[Check | tuple] | Mapping[str, bool], *, stop: bool = True) -> list[Check]:
+    """Log and print each check (PASS / FAIL, its name and detail); with `stop`, raise AssertionError naming every
+    failed check, so the notebook stops before anything is timed on wrong results. `checks`: Checks, (name, passed,
+    detail) tuples, or {name: passed}."""
+    items = [Check(n, bool(p)) for n, p in checks.items()] if isinstance(checks, Mapping) else \
+        [Check(*c) for c in checks]
+    log = getattr(run, "log", run)
+    for c in items:
+        log.check(c.name, c.passed, c.detail)
+        print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}" + (f" ({c.detail})" if c.detail else ""))
+    failed = [c for c in items if not c.passed]
+    if failed and stop:
+        raise AssertionError("correctness checks failed: " + "; ".join(
+            c.name + (f" ({c.detail})" if c.detail else "") for c in failed))
+    return items
+
+
+# ---- the figure -------------------------------------------------------------------------------------------------
+
+COLORS = {"holds": "#2e7d32", "fixed": "#1565c0", "partly holds": "#f9a825", "does not hold": "#c62828",
+          "within noise": "#757575", "not tested here": "#bdbdbd"}
+
+
+def _position(row: Mapping, x: float) -> float:
+    """Where `x` sits against the row's threshold, on the claim's side > 0: (x - t) / |t| for `>= t` (t != 0),
+    (t - x) / |t| for `<= t`; the plain difference for t = 0."""
+    t = row["at_least"] if row.get("at_least") is not None else row["at_most"]
+    sign = 1 if row.get("at_least") is not None else -1
+    if not math.isfinite(x):
+        return sign * x
+    return sign * (x - t) / (abs(t) if t else 1.0)
+
+
+def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = ""):
+    """Each claim's measured interval against its threshold, coloured by verdict: one line per claim, the threshold at
+    0, the claim's side to the right (x: distance from the threshold as a fraction of it, symlog; a `partly`
+    threshold as a tick; an unbounded end as an arrow). A claim not tested here, or without numbers, is a note with
+    its reason. `runs`: rows (one run), or {label: rows} to draw several runs' intervals of the same claims side by
+    side (rows as `Claims.judge` makes them or as the results log holds them). -> matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, Mapping):
+        runs = {"": runs}
+    keys = list(dict.fromkeys(r.get("key") or r["claim"] for rows in runs.values() for r in rows))
+    text = {r.get("key") or r["claim"]: r["claim"] for rows in runs.values() for r in rows}
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.42 * len(keys) * max(1, len(runs) ** 0.5)))
+    step = 0.6 / max(1, len(runs))
+    markers, clip = "os^Dv", 1e3
+    lim, arrows = 1.0, []
+    for j, (label, rows) in enumerate(runs.items()):
+        for r in rows:
+            y = keys.index(r.get("key") or r["claim"]) + (j - (len(runs) - 1) / 2) * step
+            color = COLORS.get(r["verdict"], "black")
+            nums = {k: read_row(r).get(k) for k in NUMBERS}
+            thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
+            if r["verdict"] == "not tested here" or thr is None or nums["value"] is None:
+                note = verdict_text(r) if r["verdict"] == "not tested here" else f"{r['verdict']} (no interval logged)"
+                ax.text(0.51, y, _wrap(f"{label}: {note}" if label else note, 70), transform=ax.get_yaxis_transform(),
+                        va="center", fontsize=7, color="#616161", clip_on=True)  # inside the axes, right of 0
+                continue
+            row = {"at_least": nums["at_least"], "at_most": nums["at_most"]}
+            lo, hi = sorted((_position(row, nums["low"]), _position(row, nums["high"])))
+            v = _position(row, nums["value"])
+            ax.plot([max(lo, -clip), min(hi, clip)], [y, y], color=color, lw=3, solid_capstyle="butt")
+            arrows += [(end, y, color) for end in (lo, hi) if not math.isfinite(end)]  # unbounded: drawn at the edge
+            ax.plot([v], [y], markers[j % len(markers)], color=color, mec="black", mew=0.5, ms=6,
+                    label=f"{label} {r['verdict']}".strip())
+            if nums["partly"] is not None:
+                ax.plot([_position(row, nums["partly"])], [y], "|", color="#f9a825", ms=12, mew=2)
+            lim = max([lim] + [abs(x) for x in (lo, hi, v) if math.isfinite(x)])
+    ax.axvline(0, color="black", lw=1)
+    ax.axvspan(0, clip, color="#e8f5e9", zorder=0)
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([_wrap(text[k]) for k in keys], fontsize=7)
+    ax.set_ylim(len(keys) - 0.5, -0.5)  # top to bottom, half a row of room at each end
+    ax.set_xlabel("(measured - threshold) / |threshold|: the claim's side to the right (| partly threshold)")
+    handles, labels = ax.get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    if seen:
+        ax.legend(seen.values(), seen.keys(), fontsize=7, loc="best")
+    if title:
+        ax.set_title(title)
+    edge = min(lim * 1.5, clip)
+    ax.set_xlim(-edge, edge)
+    for end, y, color in arrows:
+        ax.plot([math.copysign(edge, end)], [y], ">" if end > 0 else "<", color=color, ms=7, clip_on=False)
+    fig.tight_layout()
+    return fig
+
+
+def _wrap(s: str, width: int = 60) -> str:
+    return s if len(s) <= width else s[:width - 1] + "…"

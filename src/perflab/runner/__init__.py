@@ -1,0 +1,15 @@
+"""The `perflab` command, bottom to top (each imports the kit, the studies and the modules before it):
+
+    execute     one notebook through papermill, and how it ended (ok, failed at a cell, interrupted)
+    schemas     which parameter dataclass a notebook validates against (read from its code)
+    catalog     the study notebooks: find, inspect, plan, run a set, refresh
+    new         `perflab new NAME`: a study of your own from perflab/template/
+    sweep_dir   a sweep's folder on disk: its request and its points' states
+    slurm       what Slurm says about a sweep's jobs
+    sweep       `perflab sweep`: a grid of executions through submitit, resumable
+    report      `perflab report`: a run folder's results as Markdown
+    compare     `perflab compare A B`
+    battery     claims of known truth: a verdict rule's error rate on this machine
+    gpucheck    `perflab gpu-check`: the GPU window's tests and notebooks, one folder of evidence
+    cli         the argument parser: each command parses, then calls one function above
+"""

@@ -1,0 +1,148 @@
+"""The one claims kit (perflab.kit.claims): claim mistakes refused when the claims are built or judged, the setup a claim
+is about, one meaning of partly and fixed, the log, the checks, the figure."""
+import dataclasses
+
+import pytest
+
+from perflab.kit.claims import Check, Claim, ClaimError, Claims, claims_figure, judged_text, report_checks, verdict_text
+from perflab.kit.results import ResultsLog
+from perflab.kit.verdicts import Decision, Measured
+
+
+@dataclasses.dataclass
+class P:
+    batch: int = 16
+    compile: str = "off"
+
+
+def claims(**kw):
+    return Claims(Claim("speed", "at least 2x faster at batch 64", ">= 2x", at_least=2.0, setup={"batch": 64}),
+                  Claim("syncs", "no host sync left", "0", at_most=0, fixed=True),
+                  Claim("gpu", "10x on a GPU", "10x", at_least=10, partly=1.05, setup={"device": "cuda"},
+                        why_not="a GPU target"),
+                  headline="speed", params=P, **kw)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Claim("speed", "t", "2x", at_leats=2), "claim 'speed': unknown field 'at_leats'; a Claim takes"),
+    (lambda: Claim("speed", "t", "2x"), "claim 'speed': give exactly one of at_least and at_most"),
+    (lambda: Claim("speed", "t", "2x", at_least=2, partly=3), "claim 'speed': partly=3 must lie"),
+    (lambda: Claim("sp eed", "t", "2x", at_least=2), "a claim's key must be a name"),
+    (lambda: Claim("speed", "", "2x", at_least=2), "claim 'speed': text must be a non-empty string"),
+    (lambda: Claim("speed", "t", "2x", at_least=2, setup={"device": "gpu"}), "device is a device type, one of"),
+    (lambda: Claim("speed", "t", "2x", at_least=2, fixed="yes"), "fixed must be True or False"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1), headline="sped"), "headline 'sped' is not among the claims: a"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1), Claim("a", "u", "1", at_most=1)), "claims named twice: a"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"btach": 64}), params=P),
+     "claim 'a': setup key 'btach' is not a parameter of P; allowed: device, batch, compile"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"batch": "64"}), params=P),
+     "claim 'a': setup batch='64' is not a int"),
+])
+def test_claim_mistakes_are_refused_when_the_claims_are_built(make, message):
+    with pytest.raises(ClaimError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make()
+
+
+def test_judge_refuses_keys_that_do_not_match_and_a_decision_against_another_rule():
+    c = claims()
+    with pytest.raises(ClaimError, match="measured for no claim: sped; claims not measured: speed .*the claims: "
+                                         "speed, syncs, gpu"):
+        c.judge({"sped": (None, ""), "syncs": (None, ""), "gpu": (None, "")}, cfg=P(), device="cpu")
+    d = Decision("holds", 3.0, 2.5, 3.5, 9, 0.1, 0.99, "speedup", at_least=1.5)
+    with pytest.raises(ClaimError, match=r"claim 'speed' is \{'at_least': 2.0\} but its decision was made against"):
+        c.judge({"speed": (d, ""), "syncs": (None, ""), "gpu": (None, "")}, cfg=P(batch=64), device="cpu")
+    with pytest.raises(ClaimError, match="no claim 'sped'; the claims: speed, syncs, gpu"):
+        c["sped"]
+    with pytest.raises(ClaimError, match="is about batch: judge"):
+        c.judge({"speed": (None, ""), "syncs": (None, ""), "gpu": (None, "")}, device="cpu")
+
+
+def test_a_claim_measured_under_another_setup_is_not_tested_here_and_says_what_was_measured():
+    c = claims()
+    found = {"speed": (Measured(3.0, 2.5, 3.5), "3x"), "syncs": (Measured.exact(0), "0 syncs"),
+             "gpu": (Measured(12.0, 11.0, 13.0), "12x")}
+    rows = {r["key"]: r for r in c.judge(found, cfg=P(batch=16), device="cpu")}
+    assert verdict_text(rows["speed"]) == "not tested here (measured at batch=16)"
+    assert verdict_text(rows["gpu"]) == "not tested here (measured on cpu)"
+    assert rows["syncs"]["verdict"] == "fixed"                       # fixed=True: "holds" reads "fixed"
+    rows = {r["key"]: r for r in c.judge(found, cfg=P(batch=64), device="cuda")}
+    assert rows["speed"]["verdict"] == "holds" and rows["gpu"]["verdict"] == "holds" and "why" not in rows["speed"]
+
+
+@pytest.mark.parametrize("m, want", [
+    (Measured(2.0, 1.5, 2.5), "partly holds"),       # the whole interval below 10 and above 1.05
+    (Measured(1.2, 1.0, 1.4), "does not hold"),      # below 10; whether above 1.05 is not settled: no "partly"
+    (Measured(9.0, 8.0, 11.0), "within noise"),
+])
+def test_partly_means_the_whole_interval_past_it(m, want):
+    rows = claims().judge({"speed": (None, ""), "syncs": (None, ""), "gpu": (m, "")}, cfg=P(), device="cuda")
+    assert rows[2]["verdict"] == want
+
+
+def test_log_prints_and_logs_each_row_and_the_headline(tmp_path, capsys):
+    c = claims()
+    d = Decision("holds", 3.0, 2.5, 3.5, 12, 0.31, 0.99, "speedup", at_least=2.0)
+    rows = c.judge({"speed": (d, "one call at batch 64"), "syncs": (Measured.exact(0), "0 syncs"),
+                    "gpu": (None, "no GPU here")}, cfg=P(batch=64), device="cpu")
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    c.log(log, rows)
+    logged = log.rows(kind="claim")
+    assert [r["key"] for r in logged] == ["speed", "syncs", "gpu"]
+    assert logged[0]["rounds"] == 12 and logged[0]["at_least"] == 2.0 and logged[2]["why"] == "measured on cpu"
+    assert log.rows(kind="note")[0]["text"] == "at least 2x faster at batch 64: one call at batch 64 [holds]"
+    out = capsys.readouterr().out
+    assert "[holds] at least 2x faster at batch 64\n    claimed: >= 2x\n    here: one call at batch 64\n" in out
+    assert "judged: 3 [2.5, 3.5] against >= 2 (99% interval, 12 rounds, 0.31 s)" in out
+    assert "[not tested here (measured on cpu)] 10x on a GPU" in out
+    assert judged_text(rows[1]) == "0 (exact) against <= 0"
+
+
+def test_report_checks_logs_prints_and_stops_on_a_failure(tmp_path, capsys):
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    assert report_checks(log, [Check("a", True, "error 1e-7 (allowed 1e-5)")]) == [Check("a", True,
+                                                                                         "error 1e-7 (allowed 1e-5)")]
+    with pytest.raises(AssertionError, match=r"correctness checks failed: b \(error 3e-2 \(allowed 1e-5\)\)"):
+        report_checks(log, [("b", False, "error 3e-2 (allowed 1e-5)"), ("c", True, "")])
+    report_checks(log, {"d": False}, stop=False)
+    assert [r["name"] for r in log.rows(kind="check")] == ["a", "b", "c", "d"]
+    assert "FAIL  b (error 3e-2 (allowed 1e-5))" in capsys.readouterr().out
+
+
+def test_the_figure_draws_one_line_per_claim_and_runs_side_by_side(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    c = claims()
+    found = {"speed": (Measured(3.0, 2.5, 3.5), "3x"), "syncs": (Measured.exact(0), "0"), "gpu": (None, "")}
+    rows = c.judge(found, cfg=P(batch=64), device="cpu")
+    fig = claims_figure(rows, title="s")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [cl.text for cl in c]
+    fig.savefig(tmp_path / "c.png")
+    fig2 = claims_figure({"A": rows, "B": rows})
+    assert {t.get_text() for t in fig2.axes[0].get_legend().get_texts()} >= {"A holds", "B holds"}
+
+
+def test_the_figure_reads_rows_as_the_log_holds_them():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logged = [{"key": "a", "claim": "a", "verdict": "holds", "value": 3.0, "low": 2.5, "high": "inf", "at_least": 2.0,
+               "rule": ">= 2"},
+              {"key": "b", "claim": "b", "verdict": "holds"},                       # a row from before the kit
+              {"key": "c", "claim": "c", "verdict": "not tested here", "why": "measured on cpu", "value": 1.0,
+               "low": 0.5, "high": 1.5, "at_least": 5.0}]
+    fig = claims_figure(logged)
+    notes = [t.get_text() for t in fig.axes[0].texts]
+    assert notes == ["holds (no interval logged)", "not tested here (measured on cpu)"]
+    assert judged_text(logged[0]) == "3 [2.5, inf] against >= 2" and judged_text(logged[1]) == ""
+
+
+def test_several_setup_keys_read_as_one_phrase_and_why_not_is_printed(tmp_path, capsys):
+    c = Claims(Claim("a", "10x at the seed's shapes on a GPU", "10x", at_least=10,
+                     setup={"device": "cuda", "batch": 64, "compile": "default"}, why_not="a GPU mechanism"), params=P)
+    [row] = c.judge({"a": (Measured(3.0, 2.0, 4.0), "3x")}, cfg=P(batch=16), device="cpu")
+    assert verdict_text(row) == "not tested here (measured on cpu at batch=16, compile=off)"
+    c.log(ResultsLog(tmp_path / "r.jsonl", study="s", stamp={}), [row])
+    out = capsys.readouterr().out
+    assert "    why: a GPU mechanism" in out and "judged:" not in out

@@ -1,0 +1,67 @@
+"""One validator before anything runs (CLI, sweep, notebook: the same message), and one setup call."""
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from perflab.kit.notebook import setup
+from perflab.kit.params import ParameterError, validate
+from perflab.prover.params import EvalParams
+from perflab.runner.cli import main
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def _message(values) -> str:
+    with pytest.raises(ParameterError) as e:
+        validate(values, EvalParams)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("assign, values", [
+    ("batch=-5", {"batch": -5}),
+    ("compile=eager", {"compile": "eager"}),          # a backend, not a torch.compile mode
+    ("mode=sideways", {"mode": "sideways"}),
+])
+def test_run_refuses_what_the_notebook_would_refuse_with_its_message(tmp_path, capsys, assign, values):
+    out = tmp_path / "out"
+    assert main(["run", "03", "-p", assign, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert _message(values) in err            # the dataclass's own message, word for word
+    assert not out.exists()                   # nothing ran
+
+
+def test_sweep_refuses_a_bad_point_before_submitting(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["sweep", "03", "--grid", "batch=64,-5", "--out", str(out), "--no-progress"]) == 2
+    assert _message({"batch": -5}) in capsys.readouterr().err
+    assert not (out / "points").exists() and not (out / "submitit").exists()
+
+
+def test_list_shows_choices_and_accepts_the_defaults(capsys):
+    assert main(["list", "03"]) == 0
+    out = capsys.readouterr().out
+    assert "mode: 'head' | 'tail' | 'both' = 'both'" in out and "perflab.prover.params.EvalParams" in out
+
+
+def test_setup_validates_sets_threads_then_opens_the_run(tmp_path, capsys):
+    n = torch.get_num_threads()
+    try:
+        run = setup("03_eval", {"threads": 1, "batch": 64, "out_dir": str(tmp_path), "device": "cpu"}, EvalParams)
+        assert run.cfg.batch == 64 and run.device == torch.device("cpu") and torch.get_num_threads() == 1
+        assert run.log.env["torch_threads"] == 1 and run.dir == tmp_path / "03_eval" / run.log.run_id
+        assert "1 CPU thread(s)" in capsys.readouterr().out
+        with pytest.raises(ParameterError, match="unknown parameter 'btach'"):
+            setup("03_eval", {"btach": 64, "out_dir": str(tmp_path)}, EvalParams)
+        with pytest.raises(TypeError, match=r"setup\('03_eval', globals\(\), Params\): name the notebook's parameters"):
+            setup("03_eval", {"out_dir": str(tmp_path)})
+    finally:
+        torch.set_num_threads(n)
+
+
+def test_a_notebook_without_a_registered_schema_is_checked_from_its_cell(tmp_path, capsys):
+    d = tmp_path / "nbs"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "notebooks", d)
+    assert main(["run", "tiny", "-p", "scale=big", "--notebooks", str(d), "--out", str(tmp_path / "o")]) == 2
+    assert "parameter 'scale' must be float, got str 'big'" in capsys.readouterr().err

@@ -1,0 +1,270 @@
+"""A GPU window of 15 minutes (issue 31, gpu-review-2026-11-26 T2, T6, T10): what `tools/gpu-session.sh` does here and
+on the lent host, run on this machine with stand-ins for the downloader and the host's folders.
+
+- `prepare` empties `.whl/` before it downloads, asks for nbval and coverage, refuses a folder with two versions of a
+  wheel (pip's ResolutionImpossible would stop `start` on the host before anything ran) and checks that the set
+  installs offline into a clean folder for the host's Python 3.12;
+- `wait` packs the run folder and its compile caches so that each file comes back (16 MiB a file): the newest cache
+  entries in at most two files under the limit, the oldest left out and said so; `bring` keeps them and the next
+  `start` unpacks them all (`seed`);
+- the GPU tests' two parts (`perflab.runner.gpucheck`): the quick part is what the smoke runs, every other GPU test is the
+  compiled part, each with its log, both in REPORT.md.
+"""
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from perflab.runner import gpucheck
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSION = ROOT / "tools" / "gpu-session.sh"
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("git") is None, reason="needs bash and git")
+
+
+def _wheel(folder: Path, name: str, version: str) -> Path:
+    """A pure-Python wheel pip can install: `name`/__init__.py and its dist-info."""
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{name}/__init__.py", f"VERSION = {version!r}\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", f"{name}/__init__.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path):
+    """tmp/project: a git checkout with one commit; tmp/shared/tools/device-wheels.sh: a stand-in downloader that
+    writes the wheels named in $FAKE_WHEELS ("name==version ...") and records its arguments."""
+    proj = tmp_path / "project"
+    proj.mkdir()
+    run = lambda *a: subprocess.run(a, cwd=proj, check=True, capture_output=True)  # noqa: E731
+    run("git", "init", "-q")
+    (proj / "README").write_text("x\n")
+    run("git", "add", "README")
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    tools = tmp_path / "shared" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "device-wheels.sh").write_text(
+        "#!/usr/bin/env bash\nset -e\nmkdir -p .whl\necho \"$@\" > ../asked.txt\n"
+        f"for w in $FAKE_WHEELS; do {sys.executable} -c \"import sys; sys.path.insert(0, '{Path(__file__).parent}'); "
+        "from test_gpu_window import _wheel; from pathlib import Path; n, v = sys.argv[1].split('=='); "
+        "_wheel(Path('.whl'), n, v)\" \"$w\"; done\n")
+    (tools / "device-wheels.sh").chmod(0o755)
+    return proj
+
+
+def _session(cwd: Path, *args, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SESSION), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_prepare_empties_the_wheel_folder_and_checks_the_set_installs_offline(project):
+    if subprocess.run(["python3", "-m", "pip", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("python3 -m pip is not available here")
+    (project / ".whl").mkdir()
+    _wheel(project / ".whl", "alpha", "1.0")                      # an earlier prepare's version
+    r = _session(project, "prepare", FAKE_WHEELS="alpha==2.0 beta==0.1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in (project / ".whl").glob("*.whl")) == ["alpha-2.0-py3-none-any.whl",
+                                                                        "beta-0.1-py3-none-any.whl"]
+    assert (project.parent / "asked.txt").read_text().split() == ["nbval", "coverage"]   # T10: nbval's plugin needs it
+    assert "install offline" in r.stdout and "prepared .whl/ for commit" in r.stdout
+    assert len((project / ".whl" / "COMMIT").read_text().strip()) == 40
+
+
+def test_prepare_refuses_two_versions_of_a_wheel(project):
+    # a downloader (or a hand) that leaves two versions: refused before the window, not on the host (T2)
+    r = _session(project, "prepare", FAKE_WHEELS="alpha==1.0 alpha==2.0 beta==0.1")
+    assert r.returncode == 1 and "two versions of alpha" in r.stderr, r.stdout + r.stderr
+    assert not (project / ".whl" / "COMMIT").exists()
+    os.rename(project.parent / "shared", project.parent / "elsewhere")   # no downloader: what is there is checked
+    r = _session(project, "prepare")
+    assert r.returncode == 1 and "two versions of alpha" in r.stderr
+    assert len(list((project / ".whl").glob("alpha-*.whl"))) == 2          # the user's wheels are not deleted
+
+
+def test_the_wheel_check_normalizes_project_names(tmp_path):
+    for f in ("jupyter_client-8.6.0-py3-none-any.whl", "Jupyter.Client-8.7.0-py3-none-any.whl",
+              "pyzmq-26.0-cp312-cp312-manylinux_2_28_x86_64.whl"):
+        (tmp_path / f).write_bytes(b"")
+    assert gpucheck.duplicate_wheels(tmp_path) == {"jupyter-client": ["Jupyter.Client-8.7.0-py3-none-any.whl",
+                                                                       "jupyter_client-8.6.0-py3-none-any.whl"]}
+    assert gpucheck.main(["wheels", str(tmp_path)]) == 1
+    (tmp_path / "Jupyter.Client-8.7.0-py3-none-any.whl").unlink()
+    assert gpucheck.main(["wheels", str(tmp_path)]) == 0
+
+
+# ---- wait: what comes back under 16 MiB a file (T6) -----------------------------------------------------------
+
+def _fake_cache(res: Path, mib: float) -> list[Path]:
+    """res/h100/abc1234/: a finished run's folder with a compile cache of FX graph and AOTAutograd entries of
+    incompressible bytes (64 KiB .. 256 KiB each, `mib` in all), a Triton folder and generated code. -> the
+    entries, oldest first."""
+    run = res / "h100" / "abc1234"
+    (run / "03_eval").mkdir(parents=True)
+    (run / "REPORT.md").write_text("# report\n")
+    (run / "03_eval" / "policy.pt").write_bytes(b"x" * 1000)
+    cache = run / gpucheck.CACHE_DIR
+    (cache / "triton" / "0" / "k").mkdir(parents=True)
+    (cache / "triton" / "0" / "k" / "kernel.cubin").write_bytes(os.urandom(1000))
+    entries, total, i = [], 0, 0
+    t0 = time.time() - 10_000
+    while total < mib * 2**20:
+        size = (64 + 64 * (i % 4)) * 1024
+        entry = cache / ("fxgraph" if i % 3 else "aotautograd") / (f"{i:02d}" if i % 3 else "") / f"key{i:03d}"
+        entry.mkdir(parents=True, exist_ok=True)
+        (entry / "entry").write_bytes(os.urandom(size))
+        os.utime(entry / "entry", (t0 + i, t0 + i))               # entry i was written i seconds after the first
+        entries.append(entry)
+        total, i = total + size, i + 1
+    (cache / "ab").mkdir()
+    (cache / "ab" / "cab.py").write_text("print('generated')\n" * 100)
+    (res / "progress.log").write_text("ALLDONE rc=0\n")
+    return entries
+
+
+def test_wait_brings_back_the_newest_cache_entries_under_the_limit_and_start_unpacks_them(tmp_path, project):
+    res, out = tmp_path / "host" / "res", tmp_path / "out"
+    out.mkdir()
+    entries = _fake_cache(res, mib=3.2)
+    r = _session(project, "wait", "0", GPU_SESSION_RES=str(res), OUT=str(out), GPU_SESSION_MAX_MIB="1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    parts = sorted(out.glob("cache*.tgz"))
+    assert [p.name for p in parts] == ["cache-2.tgz", "cache.tgz"]               # two parts at most
+    assert all(p.stat().st_size <= 2**20 for p in [*parts, out / "res.tgz"])     # each comes back
+    assert "left out" in r.stdout and "the next window compiles them again" in r.stdout
+    assert "res.tgz:" in r.stdout
+    kept = {n for p in parts for n in tarfile.open(p).getnames()}
+    names = [f"res/h100/abc1234/compile-cache/{e.relative_to(res / 'h100' / 'abc1234' / 'compile-cache')}/entry"
+             for e in entries]
+    assert names[-1] in kept and names[0] not in kept                           # the newest kept, the oldest not
+    assert not any("/triton/" in n for n in kept)
+    assert "res/h100/abc1234/REPORT.md" in tarfile.open(out / "res.tgz").getnames()
+    assert not any(n.endswith(".pt") or "compile-cache" in n for n in tarfile.open(out / "res.tgz").getnames())
+
+    # here: bring keeps every part; the next window's start unpacks them (seed), never over newer files
+    r = _session(project, "bring", str(out))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (project / ".gpu-res").iterdir()) == ["cache-2.tgz", "cache.tgz", "res.tgz"]
+    assert (project / "outputs" / "h100" / "abc1234" / "REPORT.md").exists()
+    fresh = tmp_path / "host2" / "res"
+    r = _session(project, "seed", GPU_SESSION_RES=str(fresh))
+    assert r.returncode == 0 and r.stdout.count("seeded") == 3, r.stdout + r.stderr
+    restored = {str(p.relative_to(fresh.parent)) for p in fresh.rglob("entry")}
+    assert restored == {n for n in kept if n.endswith("/entry")}
+    assert not (fresh / "progress.log").exists()                                # the old ALLDONE stays behind
+
+
+def test_a_cache_under_the_limit_comes_back_whole(tmp_path):
+    res, out = tmp_path / "res", tmp_path / "out"
+    out.mkdir()
+    entries = _fake_cache(res, mib=0.5)
+    r = gpucheck.pack_cache(res, out, limit=2**20, parts=2)
+    assert [p[0] for p in r["parts"]] == ["cache.tgz"] and r["left_out"] == 0
+    assert r["kept"] == len(entries) + 1                                          # and the generated code
+
+
+# ---- the GPU tests' two parts ---------------------------------------------------------------------------------
+
+def _gpu_tests() -> dict[str, ast.FunctionDef]:
+    found = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        module_gpu = any(isinstance(n, ast.Assign) and "pytest.mark.gpu" in ast.unparse(n.value) for n in tree.body)
+        for n in tree.body:
+            if isinstance(n, ast.FunctionDef) and (module_gpu or any("mark.gpu" in ast.unparse(d) for d in n.decorator_list)):
+                found[f"{path.relative_to(ROOT).as_posix()}::{n.name}"] = n
+    return found
+
+
+def test_the_quick_part_names_gpu_tests_that_exist():
+    gpu = _gpu_tests()
+    for nodeid in gpucheck.QUICK_GPU_TESTS:
+        assert nodeid.split("[")[0] in gpu, f"{nodeid}: no such GPU test"
+    assert len(gpu) > len(gpucheck.QUICK_GPU_TESTS) >= 10           # the rest: the compiled part
+
+
+def test_each_part_selects_its_tests_and_keeps_its_own_log(tmp_path, monkeypatch):
+    tests = tmp_path / "tests"
+    monkeypatch.delenv(gpucheck.PART_ENV, raising=False)
+    assert gpucheck.test_part() == "" and gpucheck.pytest_selection("", tests) == [str(tests)]
+    quick = gpucheck.pytest_selection("quick", tests)
+    assert quick == [str(tmp_path / n) for n in gpucheck.QUICK_GPU_TESTS]
+    compiled = gpucheck.pytest_selection("compiled", tests)
+    assert compiled[0] == str(tests) and compiled[1:] == [f"--deselect={n}" for n in gpucheck.QUICK_GPU_TESTS]
+    monkeypatch.setenv(gpucheck.PART_ENV, "fast")
+    with pytest.raises(ValueError, match="quick, compiled"):
+        gpucheck.test_part()
+
+    out, commit = tmp_path / "out", {"commit": "abc", "dirty": False}
+    out.mkdir()
+    monkeypatch.setenv(gpucheck.PART_ENV, "quick")                               # the smoke's window
+    (out / "gpu-tests-quick.txt").write_text(
+        "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
+    assert gpucheck.earlier_pass(out, commit) == "13 passed, 670 deselected in 30.0s"
+    monkeypatch.setenv(gpucheck.PART_ENV, "compiled")                            # a later window
+    assert gpucheck.earlier_pass(out, commit) is None                            # the quick part's pass is not its
+    (out / "gpu-tests-compiled.txt").write_text(
+        "perflab gpu-check: pytest -m gpu (compiled part) at commit abc\n== 1 failed, 11 passed in 250.0s ==\n")
+    report = out / "REPORT.md"
+    report.write_text("# perflab report\n")
+    gpucheck.lead_report(report, 1, "1 failed, 11 passed in 250.0s")
+    text = report.read_text()
+    assert text.startswith(gpucheck.TESTS_HEADER + "\n\nFAILED (exit 1) (compiled part): 1 failed, 11 passed in 250.0s")
+    assert "passed (quick part, an earlier run): 13 passed, 670 deselected in 30.0s" in text
+    monkeypatch.delenv(gpucheck.PART_ENV)                                        # start full (--no-tests)
+    rc, line = gpucheck.earlier_tests(out)
+    assert rc == 1 and line.startswith("quick part: 13 passed") and "compiled part: 1 failed" in line
+
+
+def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_path, monkeypatch):
+    # `start tests` in the smoke's window: REPORT.md (the smoke's) keeps one lead section, now with both parts
+    import perflab.kit.env
+
+    out, ran = tmp_path / "out", []
+    out.mkdir()
+    monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "abc", "dirty": False})
+    (out / "gpu-tests-quick.txt").write_text(
+        "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
+    (out / "REPORT.md").write_text(f"{gpucheck.TESTS_HEADER}\n\npassed (quick part): 13 passed\n\n# perflab report\nbody\n")
+
+    def fake(out, commit):
+        ran.append(gpucheck.test_part())
+        gpucheck.test_log(out).write_text(gpucheck._header(commit, "compiled") + "== 12 passed in 250.0s ==\n")
+        return 0, "12 passed in 250.0s"
+
+    monkeypatch.setattr(gpucheck, "run_gpu_tests", fake)
+    monkeypatch.setenv(gpucheck.PART_ENV, "compiled")
+    assert gpucheck.main(["tests", "--out", str(out)]) == 0 and ran == ["compiled"]
+    text = (out / "REPORT.md").read_text()
+    assert text.count(gpucheck.TESTS_HEADER) == 1 and text.endswith("# perflab report\nbody\n")
+    assert "passed (compiled part): 12 passed in 250.0s" in text and "(quick part, an earlier run)" in text
+    assert gpucheck.main(["tests", "--out", str(out)]) == 0 and ran == ["compiled"]          # passed: skipped
+    assert "an earlier run at this commit" in (out / "REPORT.md").read_text()
+    assert gpucheck.main(["tests", "--out", str(out), "--redo"]) == 0 and len(ran) == 2
+
+
+def test_the_session_script_parses_and_refuses_an_unknown_start():
+    assert subprocess.run(["bash", "-n", str(SESSION)], capture_output=True).returncode == 0
+    r = _session(ROOT, "start", "everything")
+    assert r.returncode == 2 and "start smoke | tests | full" in r.stderr
+
+
+@pytest.mark.parametrize("preset", ["gpu-smoke", "gpu"])
+def test_no_preset_repeats_a_key(preset):
+    # YAML takes the last of two equal keys without a word: two edits of one preset (04's smoke preset once held
+    # verdict_time twice) would leave one of them silently unused
+    for path in sorted((ROOT / "params" / preset).glob("*.yaml")):
+        keys = [line.split(":")[0] for line in path.read_text().splitlines() if line and line[0] not in " #"]
+        assert len(keys) == len(set(keys)), f"{path.name}: {sorted(k for k in set(keys) if keys.count(k) > 1)} repeated"

@@ -1,0 +1,146 @@
+"""`perflab gpu-check` (issue 21 part 5): what a CPU can check of the command for a lent GPU."""
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+import perflab.kit.env
+from perflab.kit.results import read_rows
+from perflab.runner import gpucheck
+from perflab.runner.cli import main
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "notebooks"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a host without CUDA")
+def test_without_a_gpu_it_refuses_before_anything_runs(capsys, tmp_path):
+    assert main(["gpu-check", "--out", str(tmp_path / "x")]) == 2
+    assert "needs a GPU host" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_the_folder_is_named_for_the_gpu_and_the_commit():
+    out = gpucheck.default_out("h100", {"commit": "0123456789abcdef", "dirty": True})
+    assert out.parts[-3:] == ("outputs", "h100", "0123456-dirty")
+    assert gpucheck.default_out("h200", {"commit": None, "dirty": None}).name == "unknown-commit"
+
+
+def test_the_report_leads_with_the_gpu_tests(tmp_path):
+    text = "tests/gpu/test_cuda_paths.py ..F\n=========== 1 failed, 20 passed, 480 deselected in 31.2s ===========\n"
+    assert gpucheck.summary_line(text) == "1 failed, 20 passed, 480 deselected in 31.2s"
+    assert gpucheck.summary_line("collecting ...") == "no summary line: see gpu-tests.txt"
+    report = tmp_path / "REPORT.md"
+    report.write_text("# perflab report\n")
+    gpucheck.lead_report(report, 1, "1 failed, 20 passed in 31.2s")
+    assert report.read_text().startswith(gpucheck.TESTS_HEADER + "\n\nFAILED (exit 1): 1 failed, 20 passed in 31.2s")
+    assert report.read_text().endswith("# perflab report\n")
+
+
+def test_a_later_run_without_tests_keeps_the_earlier_outcome(tmp_path):
+    assert gpucheck.earlier_tests(tmp_path) == (0, "not run (--no-tests)")
+    (tmp_path / "gpu-tests.txt").write_text("== 2 failed, 30 passed in 40.0s ==\n")
+    assert gpucheck.earlier_tests(tmp_path) == (1, "2 failed, 30 passed in 40.0s (an earlier run, kept in this folder)")
+
+
+def test_a_test_log_cut_off_before_its_summary_is_no_pass(tmp_path):
+    (tmp_path / "gpu-tests.txt").write_text("perflab gpu-check: pytest -m gpu at commit abc\ntests/gpu/test_cuda_paths.py ..")
+    assert gpucheck.earlier_tests(tmp_path)[0] == 1
+    assert gpucheck.earlier_pass(tmp_path, {"commit": "abc", "dirty": False}) is None
+
+
+def test_the_gpu_tests_are_skipped_only_after_a_pass_at_this_commit(tmp_path):
+    clean, log = {"commit": "abc", "dirty": False}, tmp_path / "gpu-tests.txt"
+    assert gpucheck.earlier_pass(tmp_path, clean) is None                          # never ran here
+    log.write_text("perflab gpu-check: pytest -m gpu at commit abc\n== 20 passed, 480 deselected in 31.2s ==\n")
+    assert gpucheck.earlier_pass(tmp_path, clean) == "20 passed, 480 deselected in 31.2s"
+    assert gpucheck.earlier_pass(tmp_path, {"commit": "def", "dirty": False}) is None   # another commit
+    assert gpucheck.earlier_pass(tmp_path, {"commit": "abc", "dirty": True}) is None    # a dirty tree: never
+    log.write_text("perflab gpu-check: pytest -m gpu at commit abc\n== 1 failed, 19 passed in 31.2s ==\n")
+    assert gpucheck.earlier_pass(tmp_path, clean) is None
+
+
+def _execution(out, study, params, status, commit="abc", dirty=False):
+    from perflab.kit.results import ResultsLog
+
+    log = ResultsLog(out / "results.jsonl", study=study, params=params, stamp={"commit": commit, "dirty": dirty})
+    log.append("run", status="started")
+    if status != "started":  # a runner killed mid-notebook leaves only its "started" row
+        log.append("run", status=status)
+    return log.run_id
+
+
+def test_a_notebook_is_done_when_its_latest_execution_here_ended_ok(tmp_path):
+    jobs = [(name, None, {"batch": 64, "sizes": [1, 2]}) for name in ("a", "b", "c", "d", "e")]
+    ok_a = _execution(tmp_path, "a", {"batch": 64, "sizes": [1, 2]}, "ok")
+    _execution(tmp_path, "b", {"batch": 64, "sizes": [1, 2]}, "ok")
+    _execution(tmp_path, "b", {"batch": 64, "sizes": [1, 2]}, "failed")         # the latest counts
+    _execution(tmp_path, "c", {"batch": 64, "sizes": [1, 2]}, "started")         # cut off with its window
+    _execution(tmp_path, "d", {"batch": 512, "sizes": [1, 2]}, "ok")             # other parameters
+    _execution(tmp_path, "e", {"batch": 64, "sizes": [1, 2]}, "ok", commit="fff")
+    assert gpucheck.finished(tmp_path, jobs, {"commit": "abc", "dirty": False}) == {"a": ok_a}
+    assert gpucheck.finished(tmp_path, jobs, {"commit": "abc", "dirty": True}) == {}
+    assert gpucheck.finished(tmp_path / "empty", jobs, {"commit": "abc", "dirty": False}) == {}
+
+
+def test_the_compile_caches_go_to_the_run_folder_unless_told_otherwise(tmp_path, monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    with gpucheck.compile_cache(tmp_path) as folder:
+        assert folder == tmp_path / gpucheck.CACHE_DIR and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    cache_dir()  # torch writes its default into the variable: not a place anyone chose
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
+    with gpucheck.compile_cache(tmp_path) as folder:
+        assert folder == tmp_path / gpucheck.CACHE_DIR
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    with gpucheck.compile_cache(tmp_path) as folder:
+        assert folder == tmp_path / "mine"
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+
+
+def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkeypatch, capsys):
+    # the fixture notebooks stand for the six: "tiny" ends ok, "failing" fails at its cell 3 every time
+    nb_dir, out, ran = tmp_path / "notebooks", tmp_path / "out", []
+    shutil.copytree(FIXTURES, nb_dir)
+    monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # as torch leaves it once it asked (plan does)
+    monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "a" * 40, "dirty": False})
+
+    def fake_tests(out, commit):
+        ran.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "gpu-tests.txt").write_text(f"perflab gpu-check: pytest -m gpu at commit {'a' * 40}\n== 3 passed in 1.0s ==\n")
+        return 0, "3 passed in 1.0s"
+
+    monkeypatch.setattr(gpucheck, "run_gpu_tests", fake_tests)
+    argv = ["gpu-check", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]
+    executions = lambda: [r["study"] for r in read_rows(out / "results.jsonl") if r.get("status") == "started"]  # noqa: E731
+    assert main(argv) == 1 and executions() == ["failing", "tiny"] and ran == [str(out / gpucheck.CACHE_DIR)]
+    capsys.readouterr()
+    assert main(argv) == 1 and executions() == ["failing", "tiny", "failing"] and len(ran) == 1
+    said = capsys.readouterr().out
+    assert "skipped, already ok here at this commit" in said and "tiny (run " in said and "failing (run" not in said
+    assert "3 passed in 1.0s (an earlier run at this commit" in said
+    assert (out / "REPORT.md").read_text().startswith(gpucheck.TESTS_HEADER + "\n\npassed: 3 passed in 1.0s")
+    assert main(argv + ["tiny", "--redo"]) == 0 and executions()[-1] == "tiny" and len(ran) == 2
+
+
+def test_the_notebook_kernels_keep_their_compile_caches_in_the_run_folder(tmp_path, monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
+    monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "b" * 40, "dirty": False})
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
+    assert main(["gpu-check", "--notebooks", str(FIXTURES.parent / "gpucheck"), "--out", str(out), "--no-progress",
+                 "--no-tests"]) == 0
+    printed = "".join(o.get("text", "") for c in nbformat.read(out / "cache_dir.ipynb", as_version=4).cells
+                      for o in c.get("outputs", []))
+    assert f"cache: {out / gpucheck.CACHE_DIR}\n" in printed, printed
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()

@@ -1,0 +1,267 @@
+"""`perflab report`: it leads with one line per study, shows one execution per study with its own status and
+plots, fills the speedup for every implementation, and prints numbers to three significant figures."""
+import json
+
+from perflab.kit.results import ResultsLog
+from perflab.runner.report import build
+
+CPU = {"device_name": "Some CPU", "host": "h", "torch": "2.13", "commit": "abc", "dirty": False}
+
+
+def _log(out, study, run_id=None, **kw):
+    return ResultsLog(out / "results.jsonl", study=study, stamp=CPU, run_id=run_id, **kw)
+
+
+def _timing(log, label, case, impl, median_s):
+    log.append("measurement", metric=label, label=label, sub_label=case, impl=impl, median_s=median_s,
+               iqr_s=median_s / 10, p20_s=median_s * 0.95, p80_s=median_s * 1.05, n=5)
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _table(text: str) -> list[list[str]]:
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[1:]]
+
+
+def test_the_report_leads_with_one_line_per_study(tmp_path):
+    a = _log(tmp_path, "a_study", run_id="r-a")
+    a.append("run", status="started")
+    a.claim("10x faster", seed="10x", measured="12.3x", verdict="holds")
+    a.claim("within 3x of the floor", seed="3x", measured="4.1x [2.9, 5.0]", verdict="within noise")
+    a.claim("tensor cores", seed="2x", measured="not measured on a CPU", verdict="not tested here")
+    a.check("equal to the reference", True)
+    a.check("no host syncs", False, "13 host syncs per step (allowed 0)")
+    a.headline("optimized 12.3x faster than the baseline per step")
+    a.append("run", status="ok", seconds=52.345, cell=None, cells=None, error="")
+    b = _log(tmp_path, "b_study", run_id="r-b")
+    b.claim("fewer syncs", seed="0 syncs", measured="0 syncs per step (13 before)", verdict="fixed")
+    text = build(tmp_path)
+    assert text.index("## Summary") < text.index("## Environment") < text.index("## Notebooks run")
+    rows = {r[0]: r for r in _table(_section(text, "Summary"))}
+    assert rows["a_study"] == ["a_study", "ok", "optimized 12.3x faster than the baseline per step",
+                               "1 holds, 1 within noise, 1 not tested here",
+                               "1/2 pass, **1 FAIL**: no host syncs (13 host syncs per step (allowed 0))", "Some CPU",
+                               "r-a"]
+    # no headline written: the first claim and its measurement; no status row: derived from its rows, and says so
+    assert rows["b_study"][1:4] == ["ok (no status row)", "fewer syncs: 0 syncs per step (13 before)", "1 fixed"]
+    runs = {r[0]: r for r in _table(_section(text, "Notebooks run"))}
+    assert runs["a_study"][1:4] == ["r-a", "ok", "52.3 s"]
+    assert "run outside `perflab run`" in runs["b_study"][5] and "judged its 1 claim(s)" in runs["b_study"][5]
+
+
+def test_speedup_is_filled_for_every_implementation(tmp_path):
+    log = _log(tmp_path, "s")
+    for impl, t in (("baseline", 0.0073), ("remap", 0.0075), ("metrics", 0.0064)):  # an ablation: case = change
+        _timing(log, "step", impl, impl, t)
+    for case, base, opt in (("batch 16", 0.0062, 0.0062), ("batch 64", 0.0069, 0.0062)):  # a sweep
+        _timing(log, "step", case, "baseline", base)
+        _timing(log, "step", case, "optimized", opt)
+    for impl, t in (("no compile", 0.56), ("compiled", 0.15)):  # no baseline: the case's first row
+        _timing(log, "whole run", "B=512", impl, t)
+    for impl, t in (("remap_host", 6.03e-5), ("remap_unique", 8.77e-5)):  # variants, each its own case
+        _timing(log, "label remap", impl, impl, t)
+    _timing(log, "batch sweep", "batch=1", "optimized", 0.26)  # a sweep point alone: nothing to compare with
+    _timing(log, "batch sweep", "batch=4", "optimized", 0.30)
+    rows = _table(_section(build(tmp_path), "s").split("### Timings")[1].split("###")[0])
+    got = {(r[0], r[1], r[2]): (r[3], r[7]) for r in rows}
+    assert got == {
+        ("step", "baseline", "baseline"): ("7.30 ms", "ref"),
+        ("step", "remap", "remap"): ("7.50 ms", "0.973x"),
+        ("step", "metrics", "metrics"): ("6.40 ms", "1.14x"),
+        ("step", "batch 16", "baseline"): ("6.20 ms", "ref"),
+        ("step", "batch 16", "optimized"): ("6.20 ms", "1.00x"),
+        ("step", "batch 64", "baseline"): ("6.90 ms", "ref"),
+        ("step", "batch 64", "optimized"): ("6.20 ms", "1.11x"),
+        ("whole run", "B=512", "no compile"): ("560 ms", "ref"),
+        ("whole run", "B=512", "compiled"): ("150 ms", "3.73x"),
+        ("label remap", "remap_host", "remap_host"): ("60.3 us", "ref"),
+        ("label remap", "remap_unique", "remap_unique"): ("87.7 us", "0.688x"),
+        ("batch sweep", "batch=1", "optimized"): ("260 ms", ""),
+        ("batch sweep", "batch=4", "optimized"): ("300 ms", ""),
+    }
+
+
+def test_values_and_their_context_have_three_significant_figures(tmp_path):
+    log = _log(tmp_path, "s")
+    log.value("speedup vs baseline", 0.9955123, impl="opt", spread=[0.9916623814676818, 1.1691224627817711])
+    log.value("fraction of floor", 0.000678312, floor_s=4.94396162471272e-06)
+    log.value("host syncs per step", 13, by_op={"item": 400, "cpu": 400})
+    rows = _table(_section(build(tmp_path), "s").split("### Values")[1])
+    assert [r[:4] for r in rows] == [
+        ["speedup vs baseline", "0.996", "", "impl=opt, spread=[0.992, 1.17]"],
+        ["fraction of floor", "6.78e-04", "", "floor_s=4.94e-06"],
+        ["host syncs per step", "13", "", "by_op={item: 400, cpu: 400}"]]  # counts stay exact; no run id
+
+
+def test_each_study_shows_its_latest_execution_with_its_own_status_and_plots(tmp_path):
+    first = _log(tmp_path, "s", run_id="20261123-090000-aaaa")
+    first.append("run", status="started")
+    first.value("answer", 1.0)
+    (tmp_path / "s" / first.run_id).mkdir(parents=True)
+    (tmp_path / "s" / first.run_id / "curve.png").write_bytes(b"first")
+    first.append("run", status="ok", seconds=3.0, cell=None, cells=None, error="")
+    second = _log(tmp_path, "s", run_id="20261123-100000-bbbb")  # stopped half-way: no plot yet
+    second.append("run", status="started")
+    second.value("answer", 2.0)
+    second.append("run", status="interrupted", seconds=1.0, cell=4, cells=9, error="KeyboardInterrupt")
+    other = _log(tmp_path, "t")
+    other.value("answer", 7.0)
+    text = build(tmp_path)
+    assert "| answer | 2.00 |" in text and "| answer | 1.00 |" not in text and "| answer | 7.00 |" in text
+    assert "1 earlier execution(s)" in text and "curve.png" not in text  # never the other execution's plot
+    assert "| s | **interrupted** |" in _section(text, "Summary")
+    assert "cell 4 of 9: KeyboardInterrupt" in _section(text, "Notebooks run")
+    everything = build(tmp_path, all_runs=True)
+    assert "| answer | 1.00 |" in everything and "![curve](s/20261123-090000-aaaa/curve.png)" in everything
+
+
+def test_a_runner_killed_mid_run_says_it_did_not_finish(tmp_path):
+    log = _log(tmp_path, "s")
+    log.append("run", status="started")
+    log.value("answer", 1.0)
+    assert "| s | **did not finish** |" in _section(build(tmp_path), "Summary")
+
+
+def test_logs_written_before_shared_run_ids_still_pair_status_and_rows(tmp_path):
+    # then, the runner wrote its status row under an id of its own, after the notebook's rows
+    for rid, status_id, value, status in (("old1", "st1", 1.0, "ok"), ("old2", "st2", 2.0, "failed")):
+        _log(tmp_path, "s", run_id=rid).value("answer", value)
+        row = {"study": "s", "kind": "run", "status": status, "seconds": 1.0, "cell": 3, "error": "boom",
+               "run_id": status_id, "params": {}, "env": CPU}
+        with open(tmp_path / "results.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+    text = build(tmp_path)
+    assert "| answer | 2.00 |" in text and "| s | **failed** |" in _section(text, "Summary")
+    assert "cell 3 (0-based, papermill's count): boom" in text
+
+
+def test_claims_show_their_claimed_number_whether_written_as_claimed_or_as_seed(tmp_path):
+    log = _log(tmp_path, "s", run_id="r1")
+    log.claim("new-style", claimed="10x", measured="12x", verdict="holds")
+    log.append("claim", claim="old-style", seed="2x", measured="1x", verdict="does not hold")  # a row before the rename
+    rows = _table(_section(build(tmp_path), "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert [r[:3] for r in rows] == [["new-style", "10x", "12x"], ["old-style", "2x", "1x"]]
+
+
+# ---- issue 30: failed checks in view, status without status rows, earlier verdicts kept, claims drawn ----------
+
+def test_a_failed_check_shows_what_was_measured_before_the_tables(tmp_path):
+    log = _log(tmp_path, "s", run_id="r1")
+    log.check("equal to the reference", True, "largest error 2.1e-06 (allowed 1e-05)")
+    log.check("no host syncs", False, "13 host syncs per step (allowed 0)")
+    log.check("same ranks", False)  # a check that did not say what it measured
+    log.claim("fast", claimed="2x", measured="1.9x", verdict="within noise")
+    text = build(tmp_path)
+    assert "**2 FAIL**: no host syncs (13 host syncs per step (allowed 0)); same ranks" in _section(text, "Summary")
+    section = _section(text, "s")
+    assert section.index("**Failed checks**") < section.index("### Claims, measured")
+    assert "- **no host syncs**: 13 host syncs per step (allowed 0)" in section
+    assert "- **same ranks**: (no detail logged" in section
+    assert "| no host syncs | **FAIL** | **13 host syncs per step (allowed 0)** |" in section
+    assert "| equal to the reference | pass | largest error 2.1e-06 (allowed 1e-05) |" in section
+
+
+def test_a_failed_run_keeps_the_last_judged_verdicts_in_view(tmp_path):
+    judged = _log(tmp_path, "s", run_id="20261123-090000-aaaa")
+    judged.append("run", status="started")
+    judged.claim("2x faster", claimed="2x", measured="2.4x", verdict="holds", value=2.4, low=2.3, high=2.5,
+                 at_least=2.0, rule=">= 2")
+    judged.headline("2x faster: 2.4x [holds]")
+    judged.append("run", status="ok", seconds=30.0, cell=None, cells=None, error="")
+    failed = _log(tmp_path, "s", run_id="20261123-100000-bbbb")  # `--params gpu` on a CPU host
+    failed.append("run", status="started")
+    failed.append("run", status="failed", seconds=2.0, cell=3, cells=14, error="RuntimeError: no CUDA device")
+    text = build(tmp_path)
+    [row] = _table(_section(text, "Summary"))
+    assert row[:4] == ["s", "**failed**", "2x faster: 2.4x [holds] (earlier run 20261123-090000-aaaa)",
+                       "earlier run 20261123-090000-aaaa: 1 holds"]
+    assert row[6] == "20261123-100000-bbbb"
+    assert "cell 3 of 14: RuntimeError: no CUDA device" in _section(text, "Notebooks run")
+    earlier = _section(text, "s: earlier run 20261123-090000-aaaa, the latest that judged claims")
+    assert "run 20261123-100000-bbbb (**failed**), judged no claims" in earlier and "started " in earlier
+    claims = _table(earlier.split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert claims == [["2x faster", "2x", "2.4x", "2.4 [2.3, 2.5] against >= 2", "Some CPU", "**holds**"]]
+    assert "1 of them shown after their study's latest" in text
+
+
+def test_an_execution_without_status_rows_gets_a_status_from_what_it_left(tmp_path):
+    _log(tmp_path, "judged").claim("fast", claimed="2x", measured="2.1x", verdict="holds")
+    stopped = _log(tmp_path, "stopped")
+    stopped.check("equal to the reference", False, "largest error 0.3 (allowed 1e-05)")
+    checked = _log(tmp_path, "checked")
+    checked.check("equal to the reference", True)
+    _log(tmp_path, "bare").value("answer", 1.0)
+    # a plain papermill run into the run folder: its executed notebook says how it ended
+    log = ResultsLog(tmp_path / "results.jsonl", study="pm", stamp={**CPU, "time": "2026-11-23T09:00:05+00:00"})
+    log.value("answer", 2.0)
+    cells = [{"cell_type": "code", "metadata": {"tags": ["parameters"], "papermill": {"exception": False}},
+              "outputs": [], "source": ""},
+             {"cell_type": "code", "metadata": {"tags": ["injected-parameters"], "papermill": {}}, "outputs": [],
+              "source": ""},
+             {"cell_type": "code", "metadata": {"papermill": {"exception": True}}, "source": "",
+              "outputs": [{"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}]},
+             {"cell_type": "code", "metadata": {"papermill": {"exception": None}}, "outputs": [], "source": ""}]
+    meta = {"papermill": {"input_path": "notebooks/pm.ipynb", "start_time": "2026-11-23T09:00:00.5+00:00",
+                          "end_time": "2026-11-23T09:01:00+00:00", "exception": True}}
+    (tmp_path / "pm-b512.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta}))
+    text = build(tmp_path)
+    rows = {r[0]: r for r in _table(_section(text, "Notebooks run"))}
+    assert rows["judged"][2] == "ok (no status row)"
+    assert rows["stopped"][2] == "**failed** (no status row)" and "'equal to the reference' failed" in rows["stopped"][5]
+    assert rows["checked"][2] == "no status" and "1 passing check(s) but no claims" in rows["checked"][5]
+    assert rows["bare"][2] == "no status" and "run outside `perflab run`" in rows["bare"][5]
+    assert rows["pm"][2] == "**failed** (papermill)"
+    assert rows["pm"][5].startswith("cell 2 of 3: ValueError: boom (from the papermill metadata of `pm-b512.ipynb`")
+    meta["papermill"].update(exception=None)
+    cells[2]["metadata"]["papermill"]["exception"] = False
+    (tmp_path / "pm-b512.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta}))
+    assert {r[0]: r for r in _table(_section(build(tmp_path), "Notebooks run"))}["pm"][2] == "ok (papermill)"
+    meta["papermill"].update(start_time="2026-11-23T09:00:07+00:00")  # started after the rows: another execution
+    (tmp_path / "pm-b512.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta}))
+    assert {r[0]: r for r in _table(_section(build(tmp_path), "Notebooks run"))}["pm"][2] == "no status"
+
+
+def _judged_rows(batch: int = 16) -> list[dict]:
+    import dataclasses
+
+    from perflab.kit.claims import Claim, Claims
+    from perflab.kit.verdicts import Measured
+
+    @dataclasses.dataclass
+    class P:
+        batch: int = 64
+
+    claims = Claims(Claim("speed", "2x faster", ">= 2x", at_least=2.0, partly=1.2),
+                    Claim("syncs", "no host syncs", "0", at_most=0.0, fixed=True),
+                    Claim("big", "3x faster at batch 64", ">= 3x", at_least=3.0, setup={"batch": 64}),
+                    headline="speed", params=P)
+    return claims.judge({"speed": (Measured(2.41, 2.30, 2.55), "2.41x per step"),
+                         "syncs": (Measured.exact(0), "0 syncs per step"),
+                         "big": (Measured(3.2, 3.0, float("inf")), "3.2x")}, cfg=P(batch=batch), device="cpu")
+
+
+def test_the_claims_show_their_reason_and_judged_interval_and_are_drawn_beside_the_report(tmp_path, capsys):
+    from perflab.kit.claims import log_rows
+    from perflab.runner.report import write
+
+    log_rows(_log(tmp_path, "s", run_id="r1"), _judged_rows(), headline="speed")  # the upper bound: inf, logged "inf"
+    (tmp_path / "s" / "r1").mkdir(parents=True)
+    for plot in ("claims", "speed"):  # the notebook's own plots, its copy of the claims figure among them
+        (tmp_path / "s" / "r1" / f"{plot}.png").write_bytes(b"png")
+    old = _log(tmp_path, "old", run_id="r2")  # a log from before the kit: no numbers to draw
+    old.claim("fewer syncs", seed="0 syncs", measured="0 per step", verdict="fixed")
+    text = write(tmp_path).read_text()
+    rows = _table(_section(text, "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert [r[3:] for r in rows] == [
+        ["2.41 [2.3, 2.55] against >= 2 (partly: >= 1.2)", "Some CPU", "**holds**"],
+        ["0 (exact) against <= 0", "Some CPU", "**fixed**"],
+        ["3.2 [3, inf] against >= 3", "Some CPU", "**not tested here** (measured at batch=16)"]]
+    assert "![s: claims of run r1](claims-s.png)" in _section(text, "s")
+    assert "![speed](s/r1/speed.png)" in text and "s/r1/claims.png" not in text  # one claims figure, not two
+    assert (tmp_path / "claims-s.png").read_bytes()[:4] == b"\x89PNG"
+    assert "No figure: no claim here carries a measured interval" in _section(text, "old")
+    assert not (tmp_path / "claims-old.png").exists()
+    assert "claims-s" not in build(tmp_path)  # build alone draws nothing and links nothing
