@@ -1,6 +1,7 @@
 # perflab: two commands are the contract (see README).
 #   make run   set up .venv and run every notebook on its defaults into outputs/local/ (+ REPORT.md)
 #   make test  set up .venv, then pytest over tests/ and nbval over notebooks/
+#   make test-fast the edit loop: ruff and the tests not marked slow (no notebook executed, no Slurm, no browser)
 #   make test-min  the same pytest on the oldest torch pyproject.toml accepts (torch==2.11.0, its own venv)
 #   make lab   JupyterLab on the perflab kernel
 #
@@ -27,7 +28,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 MIN_VENV  ?= .venv-torch2.11
 MIN_TORCH ?= torch==2.11.0
 
-.PHONY: setup run test nbval test-wheel test-min lab clean distclean
+.PHONY: setup run test test-fast nbval test-wheel test-min lab clean distclean
 
 setup: $(STAMP)
 
@@ -51,6 +52,12 @@ test: setup
 	$(VENV)/bin/ruff check src tests notebooks
 	$(PY) -m pytest -q -m "not wheel" tests
 	@$(MAKE) --no-print-directory nbval
+
+# the edit loop (under 2 minutes on a 2-core CPU): what is marked slow (a notebook executed, a compile with inductor, a
+# sweep; > ~1.5 s each), the wheel, Slurm, the browser and nbval are left to make test
+test-fast: setup
+	$(VENV)/bin/ruff check src tests notebooks
+	$(PY) -m pytest -q -m "not slow and not wheel and not slurm and not browser" tests
 
 # the wheel in a fresh venv outside the checkout, then a new study to a report (Your own study): ~1.5-2 min, after
 # make test in .ci/run, as test-min is

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from perflab.kit.compiles import _attempt, count_compiles, reset, same_draws_options
@@ -47,6 +48,7 @@ def _three_draws():
     return a + torch.nn.functional.conv2d(b, c, padding=1)
 
 
+@pytest.mark.slow
 def test_a_compiled_graph_draws_what_eager_draws():
     torch.manual_seed(0)
     eager = _three_draws()

@@ -111,6 +111,7 @@ def test_an_effect_at_the_threshold_runs_the_budget_and_is_within_noise():
     assert 0.9 < d.seconds <= 1.01 and d.rounds > 100
 
 
+@pytest.mark.slow
 def test_the_error_rate_holds_over_many_verdicts_despite_the_repeated_looks():
     """A/A pairs (true median ratio 1) against thresholds a hair on either side: every decided verdict there is wrong.
     The union bound over looks allows at most (1 - CONFIDENCE) / 2 = 0.5% per side; 1,500 verdicts each side."""

@@ -21,6 +21,7 @@ def _make_nbval():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_make_nbval_hides_cuda_from_the_notebooks():
     r = _make_nbval()
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]

@@ -31,6 +31,7 @@ def test_the_cases_know_their_truth():
     assert bt.Case(75, 100, at_most=0.9).truth == "holds"
 
 
+@pytest.mark.slow
 def test_paired_verdicts_under_load_are_never_wrong():
     with bt.background_load(2):
         rows = bt.run_battery(bt.SHORT, reps=2, budget=1.0, rules=("paired",))

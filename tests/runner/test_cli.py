@@ -41,6 +41,7 @@ def test_bad_requests_are_refused_before_anything_runs(nb_dir, tmp_path, capsys,
     assert not out.exists()  # nothing ran
 
 
+@pytest.mark.slow
 def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capfd, monkeypatch):
     out = tmp_path / "out"
     monkeypatch.chdir(tmp_path)  # where the user runs the command: relative paths resolve from here
@@ -71,6 +72,7 @@ def test_run_with_p_and_a_failing_notebook(nb_dir, tmp_path, capfd, monkeypatch)
     assert "**failed**" in report and "sum of squares" in report and "cell 3 of 4" in report
 
 
+@pytest.mark.slow
 def test_a_failing_notebook_does_not_stop_the_others(nb_dir, tmp_path, capsys):
     out = tmp_path / "out"
     # runs after "failing"; a renamed notebook names itself in its setup call too (the runner refuses a mismatch)
@@ -83,6 +85,7 @@ def test_a_failing_notebook_does_not_stop_the_others(nb_dir, tmp_path, capsys):
     assert "1 of 2 notebook(s) failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_preset_values_are_applied(nb_dir, tmp_path):
     presets = tmp_path / "params"
     (presets / "big").mkdir(parents=True)
@@ -94,6 +97,7 @@ def test_preset_values_are_applied(nb_dir, tmp_path):
     assert row["value"] == 2.0 * (0 + 1 + 4 + 9 + 16)
 
 
+@pytest.mark.slow
 def test_refresh_strips_volatile_metadata_and_nbval_passes(nb_dir, tmp_path, monkeypatch):
     # nbval runs with notebooks/conftest.py beside the notebook and no $PERFLAB_OUT, in a checkout of its own
     # ($PERFLAB_ROOT): the notebook's results go to a temporary folder, never into the checkout's outputs/local.
@@ -210,6 +214,7 @@ def test_schema_mismatches_names_what_differs(nb_dir):
                                                               "n: cell default 3, Bad default 4.0"]
 
 
+@pytest.mark.slow
 def test_a_direct_papermill_run_never_replaces_what_a_report_links(nb_dir, tmp_path, monkeypatch):
     import papermill
 

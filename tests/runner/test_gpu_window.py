@@ -69,6 +69,7 @@ def _session(cwd: Path, *args, **env) -> subprocess.CompletedProcess:
                           env={**os.environ, **env})
 
 
+@pytest.mark.slow
 def test_prepare_empties_the_wheel_folder_and_checks_the_set_installs_offline(project):
     if subprocess.run(["python3", "-m", "pip", "--version"], capture_output=True).returncode != 0:
         pytest.skip("python3 -m pip is not available here")

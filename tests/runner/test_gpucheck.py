@@ -15,6 +15,7 @@ from perflab.runner.cli import main
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "notebooks"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a host without CUDA")
 def test_without_a_gpu_it_refuses_before_anything_runs(capsys, tmp_path):
     assert main(["gpu-check", "--out", str(tmp_path / "x")]) == 2
@@ -102,6 +103,7 @@ def test_the_compile_caches_go_to_the_run_folder_unless_told_otherwise(tmp_path,
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
 
 
+@pytest.mark.slow
 def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkeypatch, capsys):
     # the fixture notebooks stand for the six: "tiny" ends ok, "failing" fails at its cell 3 every time
     nb_dir, out, ran = tmp_path / "notebooks", tmp_path / "out", []

@@ -318,8 +318,26 @@ print("kit ok")
 """
 
 
+# the last commit whose template imported the kit by perflab 0.1's names (perflab.bench, perflab.run, ...)
+BEFORE_THE_MOVE = "d75c414"
+
+
+def _old_study(name: str, into: Path, monkeypatch) -> Path:
+    """The study `perflab new` wrote before the kit moved to perflab.kit: the template read from git at
+    BEFORE_THE_MOVE, written by today's `perflab new` (which only copies it, the placeholder replaced)."""
+    from perflab.runner import new
+
+    old = into / "old-template"
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", BEFORE_THE_MOVE, "src/perflab/template"],
+                         capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+    (into / "src" / "perflab" / "template").rename(old)
+    monkeypatch.setattr(new, "TEMPLATE", old)
+    return new.write(name, into)
+
+
 @pytest.mark.wheel
-def test_the_wheel_in_a_fresh_venv_runs_a_new_study_to_a_report(tmp_path, capsys):
+def test_the_wheel_in_a_fresh_venv_runs_a_new_study_to_a_report(tmp_path, capsys, monkeypatch):
     """The CI path: wheel -> fresh venv (no site packages) -> `perflab new` -> the study's tests, nbval and ruff ->
     `perflab run` -> `perflab report` with the claims' verdicts. torch is pinned to this environment's build first
     (a bare `torch` requirement could pull a multi-GB CUDA build); pip skips byte-compiling (--no-compile)."""
@@ -367,5 +385,14 @@ def test_the_wheel_in_a_fresh_venv_runs_a_new_study_to_a_report(tmp_path, capsys
            "host syncs per iteration at k=32: 33x fewer | " in report and "| **holds** |" in report
     speed = next(line for line in report.splitlines() if line.startswith("| The optimized k-means is at least 2x"))
     assert any(f"**{v}**" in speed for v in ("holds", "within noise", "does not hold", "partly holds")), speed  # shown
+
+    # a study written before the kit moved (perflab 0.1's names) runs on this wheel: its tests, then its notebook
+    old = _old_study("oldkm", work, monkeypatch)
+    assert "from perflab.run import setup" in (old / "oldkm.ipynb").read_text()   # the old names, really
+    r = _timed(steps, "old study tests", ["pytest", "-q", "-p", "no:cacheprovider"], cwd=old, env=env)
+    assert " passed" in r.stdout and "failed" not in r.stdout
+    _timed(steps, "old study run", ["perflab", "run", "--no-progress", "-p", "min_run_time=0.02", "-p",
+                                    "max_run_time=0.1"], cwd=old, env=env)
+    assert "4/4 pass" in (old / "outputs" / "local" / "REPORT.md").read_text()
     with capsys.disabled():
         print(f"\n[fresh venv -> report: {total:.0f} s] " + ", ".join(f"{k} {v:.1f} s" for k, v in steps.items()))

@@ -26,6 +26,7 @@ def _sweep(nb_dir, out, *extra):
                  "--max-parallel", "2", "--out", str(out), "--notebooks", str(nb_dir), "--no-progress", *extra])
 
 
+@pytest.mark.slow
 def test_a_2x2_local_sweep_then_resume_skips_finished_points(nb_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "sweep"
     monkeypatch.setenv("TINY_FAIL_ON", "2")           # the n=2 points fail this time
