@@ -204,10 +204,10 @@ def test_probe1d_compiled_fit_passes_under_the_check():
     kw = dict(device="cpu", max_iter=30, accum_dtype="float64", chunk_pair_events=400)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eager = Sparse1DProbe("optimized", **kw).fit(x, y)
+        eager = Sparse1DProbe(**kw).fit(x, y)
         with check_lifetimes() as check:
             reset()
-            compiled = Sparse1DProbe("optimized", compile="reduce-overhead", backend="eager", **kw).fit(x, y)
+            compiled = Sparse1DProbe(compile="reduce-overhead", backend="eager", **kw).fit(x, y)
             assert check.calls > 0 and check.freed            # several chunks and iterations: outputs freed
     assert compiled.counters_["work_rebuilds"] >= 1            # compaction ran (LM state carried over)
     # as test_probe1d_syncs: compiled tile_sums vs the eager workspace twin agree to float rounding

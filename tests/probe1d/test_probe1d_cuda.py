@@ -18,9 +18,9 @@ def test_cuda_probe1d_fit_under_cuda_graphs_equals_eager():
 
     x, y = make_activations(300, 12, 5, l0=5, seed=4)
     kw = dict(device="cuda", max_iter=30, accum_dtype="float64", chunk_pair_events=400)
-    eager = Sparse1DProbe("optimized", **kw).fit(x, y)
+    eager = Sparse1DProbe(**kw).fit(x, y)
     reset()
-    graphs = Sparse1DProbe("optimized", compile="reduce-overhead", backend="inductor", **kw)
+    graphs = Sparse1DProbe(compile="reduce-overhead", backend="inductor", **kw)
     assert graphs.solver.cudagraphs
     got = graphs.fit(x, y)
     assert got.counters_["work_rebuilds"] >= 1                  # compaction ran: the LM state carried over
@@ -37,7 +37,8 @@ def test_cuda_probe1d_fit_equals_the_reference():
     x, y = make_activations(157, 13, 5, l0=5, seed=3)
     ref = Reference1DProbe(max_iter=3, tol=0.0).fit(x, y)
     for compile in ("off", "default"):
-        p = Sparse1DProbe("optimized", device="cuda", max_iter=3, tol=0.0, compile=compile).fit(x, y)
-        # float32 weights and sums against the float64 oracle, the same iterations (tests/probe1d/test_probe1d.py's 1e-4)
+        p = Sparse1DProbe(device="cuda", max_iter=3, tol=0.0, compile=compile).fit(x, y)
+        # float32 weights and sums against the float64 oracle, the same iterations (1e-4, as on a CPU:
+        # tests/probe1d/test_probe1d_fits_vs_reference.py)
         torch.testing.assert_close(p.coef_.cpu().double(), torch.from_numpy(ref.coef_), rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(p.intercept_.cpu().double(), torch.from_numpy(ref.intercept_), rtol=1e-4, atol=1e-4)

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from perflab.probe1d import Reference1DProbe, Sparse1DProbe, make_activations
+from perflab.probe1d import Reference1DProbe, make_activations
 from perflab.probe1d.data import make_csr
-
-IMPLS = ("baseline", "optimized")
+from perflab.probe1d.study import IMPLS
 
 
 def _problem(n_rows=157, n_lat=13, n_cls=5, l0=5, seed=3, empty_class=True):
@@ -24,7 +23,7 @@ def _problem(n_rows=157, n_lat=13, n_cls=5, l0=5, seed=3, empty_class=True):
 def _fit(impl, x, y, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # the baseline's "LM step fallback" warnings
-        return Sparse1DProbe(impl, device="cpu", **kw).fit(x, y)
+        return IMPLS[impl](device="cpu", **kw).fit(x, y)
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +180,7 @@ def test_zero_gradient_coordinates_fall_back_in_baseline_only():
     assert o.counters_["zero_grad_fallback_coords"] == 0 and o.counters_["fallback_coord_iters"] == 0
     assert o.counters_["zero_grad_skipped_coords"] >= b.counters_["zero_grad_fallback_coords"]
     with pytest.warns(RuntimeWarning, match="LM step fallback"):
-        Sparse1DProbe("baseline", device="cpu", max_iter=1).fit(x, y)
+        IMPLS["baseline"](device="cpu", max_iter=1).fit(x, y)
 
 
 def test_single_row_and_single_event():

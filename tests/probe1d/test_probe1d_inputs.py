@@ -10,6 +10,7 @@ import torch
 from perflab.kit.params import ParameterError
 from perflab.probe1d import Sparse1DProbe, load_dataset, make_activations, save_dataset
 from perflab.probe1d.data import DataSource, make_csr
+from perflab.probe1d.study import IMPLS, version
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +19,13 @@ def data():
 
 
 def _probe(**kw):
-    return Sparse1DProbe("optimized", device="cpu", max_iter=2, **kw)
+    return Sparse1DProbe(device="cpu", max_iter=2, **kw)
 
 
-@pytest.mark.parametrize("impl", ("baseline", "optimized"))
+@pytest.mark.parametrize("impl", IMPLS)
 def test_non_csr_x_is_refused(data, impl):
     x, y = data
-    p = Sparse1DProbe(impl, device="cpu", max_iter=1)
+    p = IMPLS[impl](device="cpu", max_iter=1)
     with pytest.raises(TypeError, match="sparse CSR"):
         p.fit(x.to_dense(), y)
     with pytest.raises(TypeError, match="sparse CSR"):
@@ -79,10 +80,9 @@ def test_bool_and_float_labels_work(data):
 
 def test_bad_options():
     # the notebooks' validator (perflab.kit.params.validate): one ParameterError (a ValueError) naming the option
-    def refused(message, *args, **kw):
+    def refused(message, impl, **kw):
         with pytest.raises(ParameterError, match=re.escape(message)):
-            Sparse1DProbe(*args, **kw)
-    refused("impl must be one of ('baseline', 'optimized'), got 'fast'", "fast")
+            IMPLS[impl](**kw)
     refused("bad ProbeConfig:\n  unknown parameter 'class_slab' (did you mean 'class_slab_size'?)", "baseline",
             class_slab=8)
     refused("bad ProbeConfig: max_iter must be >= 1, got 0", "baseline", max_iter=0)
@@ -96,13 +96,22 @@ def test_bad_options():
     refused("parameter 'backend' must be 'inductor' | 'eager' | 'aot_eager', got str 'cudagraphs'", "optimized",
             compile="default", backend="cudagraphs")
     with pytest.raises(ValueError, match="no CUDA device"):
-        Sparse1DProbe("optimized", device="cuda") if not torch.cuda.is_available() else (_ for _ in ()).throw(
+        Sparse1DProbe(device="cuda") if not torch.cuda.is_available() else (_ for _ in ()).throw(
             ValueError("no CUDA device (skipped: CUDA present)"))
     with pytest.raises(RuntimeError, match="call fit"):
-        Sparse1DProbe("optimized").loss_matrix(*make_activations(5, 3, 2, l0=1))
+        Sparse1DProbe().loss_matrix(*make_activations(5, 3, 2, l0=1))
     x, y = make_activations(5, 3, 2, l0=1)
     with pytest.raises(ValueError, match="threshold"):
         _probe().fit(x, y).loss_matrix_with_aux(x, y, threshold=1.5)
+
+
+def test_a_version_is_picked_by_its_name_in_impls_only():
+    # one way to pick: study.IMPLS; the public Sparse1DProbe is the optimized version itself, with no impl switch
+    assert list(IMPLS) == ["baseline", "optimized"] and Sparse1DProbe is IMPLS["optimized"]
+    with pytest.raises(ValueError, match=re.escape("unknown implementation 'fast': expected one of baseline, optimized")):
+        version("fast")
+    with pytest.raises(ParameterError, match=re.escape("unknown parameter 'impl'")):
+        Sparse1DProbe(impl="baseline")
 
 
 def test_generator_is_seeded_and_sae_like():

@@ -8,6 +8,7 @@ import torch
 from perflab.kit.compiles import count_compiles, reset
 from perflab.kit.syncs import count_host_syncs
 from perflab.probe1d import Sparse1DProbe, make_activations
+from perflab.probe1d.study import IMPLS
 
 
 def _data():
@@ -16,7 +17,7 @@ def _data():
 
 def test_one_host_sync_per_optimized_iteration_even_when_the_work_is_compacted():
     x, y = _data()
-    solver = Sparse1DProbe("optimized", device="cpu", accum_dtype="float64").solver
+    solver = Sparse1DProbe(device="cpu", accum_dtype="float64").solver
     plan = solver.plan(x, y)
     st = solver.init_pass(plan, 0, y.shape[1])
     per_iter = []
@@ -33,7 +34,7 @@ def test_one_host_sync_per_optimized_iteration_even_when_the_work_is_compacted()
 
 def test_baseline_syncs_once_per_row_per_pass():
     x, y = _data()
-    solver = Sparse1DProbe("baseline", device="cpu").solver
+    solver = IMPLS["baseline"](device="cpu").solver
     nnz, qx = solver._latent_scale(x, x.shape[1])
     slab = solver.init_slab(x, y, 0, 6, nnz, qx)
     with warnings.catch_warnings(), count_host_syncs() as syncs:
@@ -45,7 +46,7 @@ def test_baseline_syncs_once_per_row_per_pass():
 
 def test_whole_optimized_fit_syncs_are_iterations_plus_a_constant():
     x, y = _data()
-    probe = Sparse1DProbe("optimized", device="cpu", max_iter=7, tol=0.0)
+    probe = Sparse1DProbe(device="cpu", max_iter=7, tol=0.0)
     with count_host_syncs("cpu") as syncs:
         probe.fit(x, y)
     n_iter = int(probe.n_iter_.max())
@@ -64,8 +65,8 @@ def test_compiled_fit_compiles_four_graphs_at_most_and_gives_the_same_losses():
     reset()
     with count_compiles() as cc, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compiled = Sparse1DProbe("optimized", compile="default", backend="eager", **kw).fit(x, y)
-    eager = Sparse1DProbe("optimized", **kw).fit(x, y)
+        compiled = Sparse1DProbe(compile="default", backend="eager", **kw).fit(x, y)
+    eager = Sparse1DProbe(**kw).fit(x, y)
     assert compiled.counters_["work_rebuilds"] >= 2            # the shrinking really happened
     assert cc.graphs == 4 and cc.recompiles == 2, (cc.as_dict(), cc.compile_ids)
     # the compiled path runs tile_sums, the eager path its workspace twin (kernel tests: both within 1e-6 of
@@ -75,12 +76,11 @@ def test_compiled_fit_compiles_four_graphs_at_most_and_gives_the_same_losses():
 
 def test_hook_and_debug_logging(caplog):
     x, y = _data()
-    for impl in ("baseline", "optimized"):
+    for impl, probe in IMPLS.items():
         seen = []
         with caplog.at_level(logging.DEBUG, logger="perflab.probe1d"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            Sparse1DProbe(impl, device="cpu", max_iter=3, tol=0.0, iteration_hook=seen.append,
-                          class_slab_size=4).fit(x, y)
+            probe(device="cpu", max_iter=3, tol=0.0, iteration_hook=seen.append, class_slab_size=4).fit(x, y)
         assert [s["iteration"] for s in seen] == [1, 2, 3] * 2       # two slabs / passes of <= 4 classes
         assert set(seen[0]) >= {"impl", "classes", "iteration", "loss", "max_grad", "max_step", "fallbacks"}
         assert all(s["impl"] == impl and s["loss"] > 0 for s in seen)

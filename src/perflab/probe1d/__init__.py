@@ -1,19 +1,25 @@
 """Study 1-2: sparse 1D probes (seed 000, "Probe1D performance").
 
-For every (latent, class) pair of sparse SAE activations and one-hot labels, a 1D logistic regression fit
-by Levenberg-Marquardt. `Sparse1DProbe(impl="baseline")` is the seed's slow solver, reproduced;
-`impl="optimized"` is the rework; `Reference1DProbe` is the dense float64 oracle. Notebooks:
-01_profile_probe1d (where the time goes) and 02_slab_stats (how fast now, and against what floor).
+For every (latent, class) pair of sparse SAE activations and one-hot labels, a 1D logistic regression fit by
+Levenberg-Marquardt. Notebooks: 01_profile_probe1d (where the time goes) and 02_slab_stats (how fast now, and
+against what floor).
 
-Rooms, as in every study: `params` (the notebooks' parameters), `data` (generator, the original file format,
-the notebooks' DataSource), `reference` (the float64 oracle), `baseline`, `optimized` (behind `probe`'s
-Sparse1DProbe), `checks` (the notebooks' correctness checks), `study` (their measurements), `claims` (the
-seed's claims and the issue's targets with their verdict rules). `config` holds the solver's configuration
-(ProbeConfig) and LM constants; `plan`, `kernels` and `evaluate` are the optimized solver's parts.
+    params.py     the notebooks' parameters (ProfileParams, SlabStatsParams)
+    data.py       generator, the original file format, the notebooks' DataSource
+    reference.py  Reference1DProbe: the dense float64 oracle
+    probe.py      Sparse1DProbeBase: the front both versions share (arguments, fit, loss matrices)
+    baseline.py   Sparse1DProbe with the seed's solver, reproduced (BaselineSolver)
+    optimized.py  Sparse1DProbe with the rework (OptimizedSolver); its parts: plan, kernels, evaluate
+    config.py     ProbeConfig (the solver's settings, either version) and the LM constants
+    checks.py     the notebooks' correctness checks
+    study.py      their measurements, and IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": ...}
+    claims.py     the seed's claims and the issue's targets with their verdict rules
+
+`perflab.probe1d.Sparse1DProbe` is the optimized version; the baseline is `study.IMPLS["baseline"]`.
 """
 from .config import ProbeConfig
 from .data import load_dataset, make_activations, save_dataset
-from .probe import Sparse1DProbe
+from .optimized import Sparse1DProbe
 from .reference import Reference1DProbe
 
 __all__ = ["ProbeConfig", "Sparse1DProbe", "Reference1DProbe", "make_activations", "load_dataset", "save_dataset"]

@@ -34,6 +34,7 @@ from .config import (
     ProbeConfig,
 )
 from .kernels import trust_region_step
+from .probe import Sparse1DProbeBase
 
 log = logging.getLogger("perflab.probe1d")
 FALLBACK_WARNING = "LM step fallback: coordinates rejected all 6 tries and took a zero step"
@@ -181,6 +182,24 @@ class BaselineSolver:
         slab["done"] = max_grad < self.cfg.tol and max_step < self.cfg.tol
         return slab["done"]
 
+    def timed_iteration(self, x: torch.Tensor, y: torch.Tensor, slabs: int = 0):
+        """(setup, one_iteration, scale) for timing one LM iteration of every class slab from a fresh start
+        (`setup` does nothing: the baseline has no per-fit plan). With `slabs` > 0 only the first slabs run
+        (every slab costs the same: same events, same rows): multiply its time by `scale` for a whole iteration."""
+        x, y = x.to(self.device), y.to(self.device)
+        n_lat, n_cls = x.shape[1], y.shape[1]
+        nnz, qx = self._latent_scale(x, n_lat)
+        starts = list(range(0, n_cls, self.slab))
+        timed = starts[:slabs] if slabs else starts
+
+        def one_iteration():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for c0 in timed:
+                    self.iterate(self.init_slab(x, y, c0, min(c0 + self.slab, n_cls), nnz, qx))
+        scale = sum(min(self.slab, n_cls - c) for c in starts) / sum(min(self.slab, n_cls - c) for c in timed)
+        return (lambda: None), one_iteration, scale
+
     # ---- fit and evaluation ------------------------------------------------------------------------
     def fit(self, x: torch.Tensor, y: torch.Tensor) -> dict:
         x, y = x.to(self.device), y.to(self.device)
@@ -249,3 +268,8 @@ class BaselineSolver:
                 o[:, c0:c1] = v
         loss, *counts = out
         return (loss.float(), *(c.round().long() for c in counts))
+
+
+class Sparse1DProbe(Sparse1DProbeBase):
+    """The seed's solver behind the shared front (`probe.Sparse1DProbeBase`: its arguments, fit, loss matrices)."""
+    Solver = BaselineSolver

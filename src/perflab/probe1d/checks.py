@@ -15,11 +15,10 @@ import numpy as np
 import torch
 
 from ..kit.claims import Check
-from .config import IMPLS
 from .data import make_activations
-from .probe import Sparse1DProbe
+from .probe import Sparse1DProbeBase
 from .reference import Reference1DProbe
-from .study import quiet_fit
+from .study import IMPLS, quiet_fit, version
 
 
 def agreement(a, b, x, y, tol: float = 1e-4) -> dict:
@@ -53,8 +52,8 @@ def profile_checks(x, y, *, max_iter: int, class_slab_size: int, **solver_kw) ->
     on latents that never fire, the optimized solver's none. -> ({impl: fitted probe}, checks)"""
     ref = Reference1DProbe(max_iter=max_iter).fit(x.cpu(), y.cpu())
     slab_kw = {"baseline": dict(class_slab_size=class_slab_size), "optimized": {}}
-    fits = {impl: quiet_fit(Sparse1DProbe(impl, max_iter=max_iter, **slab_kw[impl], **solver_kw), x, y)
-            for impl in IMPLS}
+    fits = {impl: quiet_fit(probe(max_iter=max_iter, **slab_kw[impl], **solver_kw), x, y)
+            for impl, probe in IMPLS.items()}
     checks = []
     for impl, probe in fits.items():
         # float32 sums over a few hundred rows per coordinate: 1e-4 on the mean BCE
@@ -98,9 +97,10 @@ def small_problem() -> tuple[torch.Tensor, torch.Tensor]:
     return xs, torch.cat([ys, torch.zeros(157, 1, dtype=ys.dtype)], 1)
 
 
-def fit_small(impl: str, **kw) -> Sparse1DProbe:
+def fit_small(impl: str, **kw) -> Sparse1DProbeBase:
+    """Version `impl` (a name in study.IMPLS) fitted on `small_problem()` on the CPU."""
     xs, ys = small_problem()
-    return quiet_fit(Sparse1DProbe(impl, device="cpu", **kw), xs, ys)
+    return quiet_fit(version(impl)(device="cpu", **kw), xs, ys)
 
 
 def _gap(p, ref, cols=slice(None)) -> tuple[bool, float]:
@@ -118,7 +118,7 @@ def _bw_check(name: str, p, ref, cols=slice(None)) -> Check:
     return Check(name, ok, f"largest difference {_g(gap)}, allowed 1e-4 + 1e-4 x |reference|{left_out}")
 
 
-def solver_checks(compile: str = "off", backend: str = "inductor", compiled3: Sparse1DProbe | None = None,
+def solver_checks(compile: str = "off", backend: str = "inductor", compiled3: Sparse1DProbeBase | None = None,
                   label: str = "compiled") -> list[Check]:
     """Baseline, optimized (float32 and float64 sums, and compiled unless `compile` is "off") against the
     float64 oracle after 3 iterations ((b, w) within 1e-4: float32 weights and sums) and after 40 (loss
@@ -126,8 +126,8 @@ def solver_checks(compile: str = "off", backend: str = "inductor", compiled3: Sp
 
     The baseline's (b, w) are compared without the class that has no positives: there its
     `binary_cross_entropy_with_logits` rounds each ~1e-7 loss term to multiples of 1.2e-7 and its damping
-    drifts from the oracle's (tests/probe1d/test_probe1d.py). `compiled3`: the compiled 3-iteration fit if it was
-    already run (its compile timed apart)."""
+    drifts from the oracle's (tests/probe1d/test_probe1d_fits_vs_reference.py). `compiled3`: the compiled
+    3-iteration fit if it was already run (its compile timed apart)."""
     xs, ys = small_problem()
     ref3, ref40 = Reference1DProbe(max_iter=3, tol=0.0).fit(xs, ys), Reference1DProbe(max_iter=40).fit(xs, ys)
     variants = {"baseline": ("baseline", {}), "optimized": ("optimized", {}),
@@ -147,8 +147,8 @@ def solver_checks(compile: str = "off", backend: str = "inductor", compiled3: Sp
                                     f"{name}: confusion counts equal to the reference", a, 1e-4)
     checks.append(_bw_check("baseline and optimized: (b, w) after 3 iterations within 1e-4 of each other",
                             runs3["optimized"], runs3["baseline"], no_empty_class))
-    qs = Sparse1DProbe("optimized", device="cpu").solver.plan(xs, ys).qx
-    qb = Sparse1DProbe("baseline", device="cpu").solver._latent_scale(xs, xs.shape[1])[1][:, 0]
+    qs = IMPLS["optimized"](device="cpu").solver.plan(xs, ys).qx
+    qb = IMPLS["baseline"](device="cpu").solver._latent_scale(xs, xs.shape[1])[1][:, 0]
     checks.append(Check(QX_CHECK,
                         bool(torch.allclose(qs, qb, rtol=1e-6, atol=1e-6)),
                         f"largest difference {_g(float((qs - qb).abs().max()))}, allowed 1e-6 + 1e-6 x |qx|"))

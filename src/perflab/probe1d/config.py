@@ -24,14 +24,13 @@ PRED_FLOOR = 1e-18      # rho = actual / max(predicted, 1e-18)
 P_CLAMP = 1e-7          # b0 = logit(clamp(mean y, 1e-7, 1 - 1e-7))
 QX_MIN = 1e-6           # qx = max(rms of a latent's nonzero values, 1e-6); 1 for an empty latent
 
-IMPLS = ("baseline", "optimized")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 Dtype = Literal["float32", "float64"]
 
 
 @dataclasses.dataclass
 class ProbeConfig:
-    """What `Sparse1DProbe(...)` takes besides `impl`, `device` and `iteration_hook`.
+    """What `Sparse1DProbe(...)` (either version) takes besides `device` and `iteration_hook`.
 
     The fit minimizes, per (latent l, class c), sum_rows BCE(b + w x, y) + ridge/2 (w^2 + (b - b0)^2)
     (the summed loss of the profiled commit 1b28c47), by LM from b = b0, w = 0.

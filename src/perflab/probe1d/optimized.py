@@ -34,6 +34,7 @@ from .config import DTYPES, LAM0, LM_TRIES, P_CLAMP, QX_MIN, ProbeConfig
 from .evaluate import loss_and_confusion
 from .kernels import lm_iteration, tile_sums, tile_sums_into
 from .plan import EventPlan, Work, block_work, build_plan, full_work, pair_work, tile_chunks
+from .probe import Sparse1DProbeBase
 
 log = logging.getLogger("perflab.probe1d")
 
@@ -313,6 +314,25 @@ class OptimizedSolver:
                         work_rebuilds=rebuilds)
         return dict(coef=coef, intercept=intercept, n_iter=n_iter, counters=counters)
 
+    def timed_iteration(self, x: torch.Tensor, y: torch.Tensor):
+        """(setup, one_iteration, scale) for timing one LM iteration of every class pass from a fresh start:
+        `setup()` builds the plan (what a fit does once; done here once already); scale 1."""
+        x, y = x.to(self.device), y.to(self.device)
+        n_lat, n_cls = x.shape[1], y.shape[1]
+        state = {}
+
+        def setup():
+            self._plan_key = None
+            state["plan"] = self.plan(x, y)
+
+        def one_iteration():
+            plan = state["plan"]
+            step = self.classes_per_pass(n_lat, n_cls)
+            for c0 in range(0, n_cls, step):
+                self.iterate(plan, self.init_pass(plan, c0, min(c0 + step, n_cls)))
+        setup()
+        return setup, one_iteration, 1.0
+
     def loss_matrix_with_aux(self, x, y, coef, intercept, threshold: float = 0.5):
         """(loss, tp, fp, tn, fn), each [L, C]: one pass over the plan's tiles per class pass (evaluate.py)."""
         plan = self.plan(x, y)
@@ -320,3 +340,8 @@ class OptimizedSolver:
         # float64 terms and counts, ~4 [p, T, Cs] arrays of 8 B per slot and class
         chunk = max(1, (self.budget // 2) // (40 * plan.tile * step))
         return loss_and_confusion(plan, coef, intercept, threshold, step, self.cdt, chunk)
+
+
+class Sparse1DProbe(Sparse1DProbeBase):
+    """The optimized solver behind the shared front (`probe.Sparse1DProbeBase`: its arguments, fit, loss matrices)."""
+    Solver = OptimizedSolver

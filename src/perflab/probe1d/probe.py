@@ -1,11 +1,13 @@
-"""`Sparse1DProbe`: the front users call; `impl` picks the baseline (the seed's solver) or the optimized one.
+"""`Sparse1DProbeBase`: the front both versions share (fit, loss matrices, the parameters checked); each version is
+its subclass `Sparse1DProbe` of the same name and signature, in `baseline.py` and `optimized.py`, with its solver.
 
-    probe = Sparse1DProbe(impl="optimized", max_iter=30).fit(x, y)
-    probe.coef_, probe.intercept_          # [n_latents, n_classes]
+    probe = Sparse1DProbe(max_iter=30).fit(x, y)          # perflab.probe1d.Sparse1DProbe: the optimized version
+    probe.coef_, probe.intercept_                         # [n_latents, n_classes]
     loss, tp, fp, tn, fn = probe.loss_matrix_with_aux(x, y, threshold=0.5)
+    study.IMPLS["baseline"](max_iter=30).fit(x, y)        # the seed's solver, by name
 
-Both implementations run the same algorithm (the research note's LM with trust region, lagged-rho damping
-and qx scaling, implicit zeros in closed form) and take the same arguments, so a notebook swaps them by name.
+Both versions run the same algorithm (the research note's LM with trust region, lagged-rho damping and qx
+scaling, implicit zeros in closed form) and take the same arguments, so a notebook swaps them by name.
 """
 from __future__ import annotations
 
@@ -14,35 +16,32 @@ from collections.abc import Callable
 import torch
 
 from ..kit.env import pick_device
-from ..kit.params import require, validate
-from .baseline import BaselineSolver
-from .config import IMPLS, ProbeConfig
+from ..kit.params import validate
+from .config import ProbeConfig
 from .data import check_inputs
-from .optimized import OptimizedSolver
 
-__all__ = ["Sparse1DProbe"]
+__all__ = ["Sparse1DProbeBase"]
 
 
-class Sparse1DProbe:
-    """Per (latent, class) 1D logistic regressions `logit = b + w x` on sparse activations.
+class Sparse1DProbeBase:
+    """Per (latent, class) 1D logistic regressions `logit = b + w x` on sparse activations, fit by `Solver`
+    (the subclass's: `BaselineSolver` or `OptimizedSolver`).
 
-    impl: "baseline" | "optimized"; device: "auto" | "cpu" | "cuda"; iteration_hook(info: dict) is called
-    after every LM iteration (it costs host syncs: leave it None when timing). Other keywords are
-    `ProbeConfig` fields (class_slab_size, row_batch_size, max_iter, tol, ridge, accum_dtype, compile, ...),
-    checked by `perflab.kit.params.validate`: a bad one raises `perflab.kit.params.ParameterError` (a ValueError).
+    device: "auto" | "cpu" | "cuda"; iteration_hook(info: dict) is called after every LM iteration (it costs host
+    syncs: leave it None when timing). Other keywords are `ProbeConfig` fields (class_slab_size, row_batch_size,
+    max_iter, tol, ridge, accum_dtype, compile, ...), checked by `perflab.kit.params.validate`: a bad one raises
+    `perflab.kit.params.ParameterError` (a ValueError).
     """
+    Solver: type
 
-    def __init__(self, impl: str = "optimized", *, device: str | torch.device = "auto",
+    def __init__(self, *, device: str | torch.device = "auto",
                  iteration_hook: Callable[[dict], None] | None = None, **config):
-        require(impl in IMPLS, f"impl must be one of {IMPLS}, got {impl!r}")
-        self.impl = impl
         # the notebooks' validator: unknown options, wrong types and ProbeConfig.check's rules, one message
         self.config = validate(config, ProbeConfig)
         self.device = pick_device(device)
-        cls = BaselineSolver if impl == "baseline" else OptimizedSolver
-        self.solver = cls(self.config, self.device, iteration_hook)
+        self.solver = self.Solver(self.config, self.device, iteration_hook)
 
-    def fit(self, x, y) -> Sparse1DProbe:
+    def fit(self, x, y):
         x, y = check_inputs(x, y)
         out = self.solver.fit(x, y)
         self.coef_, self.intercept_, self.n_iter_ = out["coef"], out["intercept"], out["n_iter"]

@@ -9,6 +9,9 @@ Every timing for the tables and plots is a `torch.utils.benchmark` Measurement (
 compared is timed side by side in one run (`measure_iterations`, `time_fits`), so a machine whose speed drifts slows
 both. A claim's verdict comes from paired rounds instead (`decide_iteration_speedup`, `decide_floor`: the kit's
 `decide_speedup` / `decide_value`, a 99% interval and sequential stopping within a time budget).
+
+IMPLS names the versions (each `Sparse1DProbe`, same arguments): the one place that does. Where a parameter names a
+version ("baseline", "optimized"), `version(name)` looks it up.
 """
 from __future__ import annotations
 
@@ -21,7 +24,17 @@ import torch
 
 from ..kit.bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
 from ..kit.env import pick_device
-from .probe import Sparse1DProbe
+from . import baseline, optimized
+from .probe import Sparse1DProbeBase
+
+IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": optimized.Sparse1DProbe}  # the versions, baseline first
+
+
+def version(name: str) -> type[Sparse1DProbeBase]:
+    """The version `name` names in IMPLS; an unknown name is refused with the names there are."""
+    if name not in IMPLS:
+        raise ValueError(f"unknown implementation {name!r}: expected one of {', '.join(IMPLS)}")
+    return IMPLS[name]
 
 
 @contextlib.contextmanager
@@ -39,7 +52,7 @@ def debug_logging(enabled: bool):
         log.removeHandler(handler)
 
 
-def quiet_fit(probe: Sparse1DProbe, x, y) -> Sparse1DProbe:
+def quiet_fit(probe: Sparse1DProbeBase, x, y) -> Sparse1DProbeBase:
     """fit() with the baseline's repeated "LM step fallback" warning silenced (it is counted instead)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -60,7 +73,7 @@ def profile_fit(impl: str, x, y, *, hook_and_debug: bool = False, out_dir=None, 
     from ..kit.profiling import profile
 
     seen: list = []
-    probe = Sparse1DProbe(impl, iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
+    probe = version(impl)(iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
     with debug_logging(hook_and_debug):
         prof = profile(lambda: quiet_fit(probe, x, y), out_dir=out_dir, name=name or f"fit_{impl}", interval=interval)
     return prof, len(seen)
@@ -71,7 +84,7 @@ def hook_cost(impl: str, x, y, **solver_kw) -> dict:
     -> {"ratio": hooked / plain (medians), "low", "high": its p20/p80 range, "plain", "hooked": Measurements}"""
     fns = {}
     for hooked in (False, True):
-        probe = Sparse1DProbe(impl, iteration_hook=(lambda info: None) if hooked else None, **solver_kw)
+        probe = version(impl)(iteration_hook=(lambda info: None) if hooked else None, **solver_kw)
 
         def fit(probe=probe, hooked=hooked):
             with debug_logging(hooked):
@@ -97,47 +110,20 @@ def syncs_per_iteration(impl: str, x, y, **config):
 # ---- notebook 02: one LM iteration, timed ------------------------------------------------------------------
 
 def iteration_callable(impl: str, x, y, baseline_slabs: int = 0, **config):
-    """(setup, one_iteration, scale): `setup()` does what a fit does once (the optimized plan; nothing for
-    the baseline); `one_iteration()` advances every coordinate by one LM iteration from a fresh start,
-    or, for the baseline with `baseline_slabs` > 0, only the first slabs (all slabs cost the same: same
-    events, same rows); multiply its time by `scale` for a whole iteration."""
-    probe = Sparse1DProbe(impl, **config)
-    s = probe.solver
-    x, y = x.to(probe.device), y.to(probe.device)
-    n_lat, n_cls = x.shape[1], y.shape[1]
-    if impl == "baseline":
-        nnz, qx = s._latent_scale(x, n_lat)
-        starts = list(range(0, n_cls, s.slab))
-        timed = starts[:baseline_slabs] if baseline_slabs else starts
-
-        def one_iteration():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                for c0 in timed:
-                    s.iterate(s.init_slab(x, y, c0, min(c0 + s.slab, n_cls), nnz, qx))
-        scale = sum(min(s.slab, n_cls - c) for c in starts) / sum(min(s.slab, n_cls - c) for c in timed)
-        return (lambda: None), one_iteration, scale
-
-    state = {}
-
-    def setup():
-        s._plan_key = None
-        state["plan"] = s.plan(x, y)
-
-    def one_iteration():
-        plan = state["plan"]
-        step = s.classes_per_pass(n_lat, n_cls)
-        for c0 in range(0, n_cls, step):
-            s.iterate(plan, s.init_pass(plan, c0, min(c0 + step, n_cls)))
-    setup()
-    return setup, one_iteration, 1.0
+    """(setup, one_iteration, scale) of version `impl` (the solver's `timed_iteration`): `setup()` does what a
+    fit does once (the optimized plan; nothing for the baseline); `one_iteration()` advances every coordinate by
+    one LM iteration from a fresh start, or, for the baseline with `baseline_slabs` > 0, only the first slabs
+    (all slabs cost the same: same events, same rows); multiply its time by `scale` for a whole iteration."""
+    probe = version(impl)(**config)
+    knobs = {"slabs": baseline_slabs} if baseline_slabs else {}   # the baseline's own knob
+    return probe.solver.timed_iteration(x, y, **knobs)
 
 
 def sums_callable(x, y, **config):
     """The optimized solver's tile sums alone (`event_stats`: the kernel calls and the index_add_ of their
     results) for every class pass from a fresh start: the kernel's part of `iteration_callable`'s iteration
     (the rest is the LM update and the per-pass setup)."""
-    s = Sparse1DProbe("optimized", **config).solver
+    s = IMPLS["optimized"](**config).solver
     plan = s.plan(x.to(s.device), y.to(s.device))
     step = s.classes_per_pass(plan.n_lat, plan.n_cls)
     states = [s.init_pass(plan, c0, min(c0 + step, plan.n_cls)) for c0 in range(0, plan.n_cls, step)]
@@ -234,7 +220,7 @@ def time_fits(variants: dict, x, y, *, device, max_iter: int, repeats: int = 3) 
     from ..kit.env import synchronize
 
     def fit(impl, kw):
-        return quiet_fit(Sparse1DProbe(impl, device=device, max_iter=max_iter, **kw), x, y)
+        return quiet_fit(version(impl)(device=device, max_iter=max_iter, **kw), x, y)
 
     first = {}
     for name, (impl, kw) in variants.items():
