@@ -9,13 +9,13 @@ import torch
 from perflab.kit.compiles import count_compiles
 from perflab.kit.launches import count_launches
 from perflab.kit.syncs import assert_no_host_syncs, count_host_syncs
-from perflab.vae import BadLabelsError, ModelConfig, TrainConfig, make_batches, step_config
+from perflab.vae import BadLabelsError, ModelConfig, TrainConfig, baseline, make_batches, optimized
 from perflab.vae.captured import Captured, _Ring
 from perflab.vae.study import DRAWS, count_step_launches, launch_kinds, torch_threads, trainer
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)
 TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5)  # beta and lambda ramp within the test's steps
-SC = step_config("optimized", sep_grad=False, log_every=4)  # the baseline's math: same curves as the baseline
+SC = optimized.step_config(sep_grad=False, log_every=4)  # the baseline's math: same curves as the baseline
 KW = dict(model_cfg=SMALL, train_cfg=TC, seed=0, device="cpu")
 
 
@@ -76,7 +76,7 @@ def test_eager_form_is_bit_identical_to_the_optimized_step(batches, optimized):
 def test_launches_baseline_vs_captured(batches, compiled):
     tr, _, _ = compiled
     steps = 4
-    base, _ = count_step_launches(trainer(step_config("baseline"), **KW), batches[:steps])
+    base, _ = count_step_launches(trainer(baseline.step_config(), **KW), batches[:steps])
     cap, c = count_step_launches(tr, batches[:steps])
     ops = c.by_op
     assert c.graph_calls == steps                         # the whole step, backward and Adam included: one graph
@@ -142,7 +142,7 @@ def test_ring_keeps_the_newest_rows_in_order():
 
 def test_only_sync_free_steps_can_be_captured():
     with pytest.raises(ValueError, match="sync-free switches"):
-        Captured(step_config("baseline")).check()
+        Captured(baseline.step_config()).check()
     with pytest.raises(ValueError, match="yielded no batch"):
         trainer(Captured(SC, compile="off"), **KW).epoch([])
 
@@ -188,13 +188,13 @@ def test_this_torch_traces_backward_into_one_graph():
 
 
 def test_a_torch_that_cannot_trace_backward_gets_a_clear_error_or_the_eager_form(monkeypatch):
-    from perflab.vae import ModelConfig, TrainConfig, step_config
+    from perflab.vae import ModelConfig, TrainConfig, optimized
     from perflab.vae import captured as cap
     from perflab.vae.study import trainer
 
     problem = "torch 2.10.0 has no torch._dynamo.config.trace_autograd_ops"
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: problem)
-    impl = cap.Captured(step_config("optimized", log_every=2), compile="default")
+    impl = cap.Captured(optimized.step_config(log_every=2), compile="default")
     kw = dict(model_cfg=ModelConfig(hidden=(8,), latent=4), train_cfg=TrainConfig(), seed=0, device="cpu")
     with pytest.raises(RuntimeError, match=rf"{problem}\. Install torch >= {cap.TESTED_TORCH}.*compile=off"):
         trainer(impl, **kw)
@@ -220,14 +220,14 @@ def test_curves_are_checked_over_their_first_steps_and_the_whole_gap_reported():
 # ---- 8: one static graph per captured batch size -------------------------------------------------------------
 
 def test_the_captured_step_compiles_a_static_graph(monkeypatch):
-    from perflab.vae import ModelConfig, TrainConfig, step_config
+    from perflab.vae import ModelConfig, TrainConfig, optimized
     from perflab.vae import captured as cap
     from perflab.vae.study import trainer
 
     seen = {}
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: None)  # the probe is not what this test compiles
     monkeypatch.setattr(cap.torch, "compile", lambda fn, **kw: seen.update(kw) or fn)
-    trainer(cap.Captured(step_config("optimized", log_every=2), compile="default", backend="eager"),
+    trainer(cap.Captured(optimized.step_config(log_every=2), compile="default", backend="eager"),
             model_cfg=ModelConfig(hidden=(8,), latent=4), train_cfg=TrainConfig(), seed=0, device="cpu")
     # 7e47ac6 let dynamo mark the batch dynamic at the second CapturedStep of a process (05's sweep): another
     # program than the headline's static step, its kernels tuned at the first size

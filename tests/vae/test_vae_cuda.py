@@ -17,7 +17,7 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
     from perflab.kit.compiles import count_compiles
     from perflab.kit.launches import count_launches
     from perflab.kit.syncs import assert_no_host_syncs
-    from perflab.vae import ModelConfig, TrainConfig, make_batches, step_config
+    from perflab.vae import ModelConfig, TrainConfig, make_batches, optimized
     from perflab.vae.captured import Captured, traced_backward_problem, unsupported_message
     from perflab.vae.study import trainer
 
@@ -25,7 +25,7 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
         pytest.skip(unsupported_message(problem))
 
     kw = dict(model_cfg=ModelConfig(hidden=(32, 16), latent=8), train_cfg=TrainConfig(), seed=0, device=CUDA)
-    sc = step_config("optimized", log_every=4)
+    sc = optimized.step_config(log_every=4)
     torch._dynamo.reset()
     for batch in (16, 32):
         data = make_batches(6, batch=batch, group=1, seed=0, per_kind=12, device=CUDA)

@@ -14,15 +14,16 @@ from perflab.vae import (
     ModelConfig,
     StepConfig,
     TrainConfig,
+    baseline,
     build_model,
     make_batches,
     make_optimizer,
+    optimized,
+    run_epoch,
     single_changes,
-    step_config,
-    train_epoch,
     train_step,
 )
-from perflab.vae.study import torch_threads
+from perflab.vae.study import IMPLS, torch_threads, version
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)   # counts and equalities do not depend on widths
 # warm-ups of a few steps so beta and lambda are non-zero within a short test
@@ -41,14 +42,18 @@ def batches():
     return make_batches(12, batch=64, group=1, seed=0, per_kind=12)
 
 
-def _run(batches, *, model_cfg=SMALL, seed=0, syncs=None, **kw):
-    """Train one epoch; `syncs`: a count_host_syncs() counter around the epoch only (the model's copy to the
+def _run(batches, *, impl="baseline", config=None, model_cfg=SMALL, seed=0, syncs=None, **kw):
+    """Train one epoch by version `impl` (a name in IMPLS) or, given `config`, by `run_epoch` of that StepConfig;
+    `syncs`: a count_host_syncs() counter around the epoch only (the model's copy to the
     device is setup, not the loop: on a GPU it is one blocking copy per parameter)."""
     torch.manual_seed(seed)  # dropout and the reparameterization draw from the global RNG
     model = build_model(model_cfg, seed=seed)
     opt = make_optimizer(model)
     with syncs or contextlib.nullcontext():
-        log = train_epoch(model, batches, optimizer=opt, train=TC, progress=False, **kw)
+        if config is not None:
+            log = run_epoch(model, batches, config, optimizer=opt, train=TC, progress=False, **kw)
+        else:
+            log = version(impl)(model, batches, optimizer=opt, train=TC, progress=False, **kw)
     return log, model
 
 
@@ -57,7 +62,7 @@ def test_optimized_step_has_zero_host_syncs(batches, sep_grad):
     torch.manual_seed(0)
     model = build_model(SMALL)
     opt = make_optimizer(model)
-    sc = step_config("optimized", sep_grad=sep_grad)
+    sc = optimized.step_config(sep_grad=sep_grad)
     for i, (x, y) in enumerate(batches[:3]):
         with assert_no_host_syncs():
             train_step(model, opt, x, y, i, sc, TC)
@@ -154,10 +159,19 @@ def test_bad_batches(batches):
         _run([(x[:, :100], y)], impl="optimized")
     with pytest.raises(ValueError, match="yielded no batch"):
         _run([], impl="optimized")
-    with pytest.raises(ValueError, match="impl must be"):
+    with pytest.raises(ValueError, match="unknown implementation 'fast': expected one of baseline, optimized, captured"):
         _run(batches, impl="fast")
     with pytest.raises(ParameterError, match="log_every"):
         _run(batches, config=dataclasses.replace(StepConfig(), log_every=0))
+
+
+def test_the_versions_are_named_in_impls_with_one_signature():
+    import inspect
+
+    assert list(IMPLS) == ["baseline", "optimized", "captured"]
+    shared = ["model", "batches", "optimizer", "train", "start_step", "progress", "progress_file"]
+    for name, fn in IMPLS.items():
+        assert fn.__name__ == "train_epoch" and list(inspect.signature(fn).parameters)[:len(shared)] == shared, name
 
 
 @pytest.mark.gpu
@@ -167,7 +181,7 @@ def test_optimized_step_on_cuda_has_no_sync_warnings():
     torch.manual_seed(0)
     model = build_model(ModelConfig(), device=dev)
     opt = make_optimizer(model)
-    sc = step_config("optimized")
+    sc = optimized.step_config()
     train_step(model, opt, *data[0], 0, sc)  # warm-up: first-call allocations
     with assert_no_host_syncs(cuda_debug=True) as c:
         for i, (x, y) in enumerate(data[1:], start=1):
@@ -187,12 +201,12 @@ def test_dynamo_captures_the_optimized_losses_in_one_graph(batches):
     try:
         fn = torch.compile(step_losses, backend="eager", fullgraph=True)
         with count_compiles() as cc:
-            out = fn(model, x, y, 1, step_config("optimized"), TC)
+            out = fn(model, x, y, 1, optimized.step_config(), TC)
         assert cc.graphs == 1 and cc.compiles == 1
         assert set(out) == {"loss", "nll", "kl", "sep", "n_bad"}
         torch._dynamo.reset()
         fn = torch.compile(step_losses, backend="eager", fullgraph=True)
         with pytest.raises(Exception, match="(?i)data-dependent|graph break|unsupported"):
-            fn(model, x, y, 1, step_config("baseline"), TC)
+            fn(model, x, y, 1, baseline.step_config(), TC)
     finally:
         torch._dynamo.reset()

@@ -1,13 +1,25 @@
-"""Study 5: a sync-free mixture-VAE training step (notebook 05_vae_sync).
+"""Study 5: a sync-free mixture-VAE training step, then a captured one (notebook 05_vae_sync).
 
-`train_epoch(model, batches, impl="baseline" | "optimized", optimizer=...)` runs the original loop
-(host syncs every step) or the sync-free one; `single_changes()` lists each change alone;
-`CapturedStep(model, optimizer, Captured(step_config("optimized")))` runs the sync-free step recorded once
-(one CUDA-graph replay per step on CUDA, compiled by inductor on CPU).
+    params.py     the notebook's parameters (VAEParams)
+    data.py       seeded batches of 256-bit integers and their labels
+    model.py      the mixture VAE (real, or with ComplexLinear layers) and its losses
+    reference.py  the oracles: float64 remap, separability and ComplexLinear
+    config.py     ModelConfig, TrainConfig, StepConfig (a step's switches) and single_changes()
+    pieces.py     the switches' pieces: the original's (host syncs) and the sync-free ones
+    train.py      one step and one epoch of any StepConfig (run_epoch)
+    baseline.py   train_epoch: the original loop (and its step_config)
+    optimized.py  train_epoch: the sync-free loop (and its step_config)
+    captured.py   train_epoch: the optimized step recorded once (CapturedStep, Captured: its knobs)
+    checks.py     the notebook's correctness checks
+    study.py      its measurements, and IMPLS = {"baseline", "optimized", "captured": each module's train_epoch}
+    claims.py     the seed's claims and the issue's targets with their verdict rules
+
+The three `train_epoch` take the same arguments (model, batches, optimizer=, train=, start_step=, progress=,
+progress_file=) and each its own knobs (log_every, sep_grad, compile, backend); `study.version(name)` looks one
+up by name.
 """
-from .baseline import Remapped, fisher_ratio_loop, remap_host, remap_unique
 from .captured import Captured, CapturedStep
-from .config import BASELINE, OPTIMIZED, ModelConfig, StepConfig, TrainConfig, single_changes, step_config
+from .config import BASELINE, OPTIMIZED, ModelConfig, StepConfig, TrainConfig, single_changes
 from .data import make_batches, stream
 from .model import (
                      ComplexLinear,
@@ -19,14 +31,22 @@ from .model import (
                      kl_standard_normal,
                      mixture_nll,
 )
-from .optimized import DeviceMetrics, fisher_ratio_vectorized, remap_presence
 from .params import VAEParams
-from .train import BadLabelsError, EpochLog, make_optimizer, step_losses, train_epoch, train_step
+from .pieces import (
+    DeviceMetrics,
+    Remapped,
+    fisher_ratio_loop,
+    fisher_ratio_vectorized,
+    remap_host,
+    remap_presence,
+    remap_unique,
+)
+from .train import BadLabelsError, EpochLog, make_optimizer, run_epoch, step_losses, train_step
 
 __all__ = [
     "BASELINE", "OPTIMIZED", "BadLabelsError", "Captured", "CapturedStep", "ComplexLinear", "ComplexMixtureVAE",
     "DeviceMetrics", "EpochLog", "MixtureVAE", "ModelConfig", "RealMixtureVAE", "Remapped", "StepConfig",
     "TrainConfig", "VAEParams", "build_model", "count_parameters", "fisher_ratio_loop", "fisher_ratio_vectorized",
     "kl_standard_normal", "make_batches", "make_optimizer", "mixture_nll", "remap_host", "remap_presence",
-    "remap_unique", "single_changes", "step_config", "step_losses", "stream", "train_epoch", "train_step",
+    "remap_unique", "run_epoch", "single_changes", "step_losses", "stream", "train_step",
 ]

@@ -1,7 +1,11 @@
 """The captured training step: the optimized step's math, launched by the host once per step.
 
-    step = CapturedStep(model, make_optimizer(model, capturable=True), Captured(step_config("optimized")))
+    log = train_epoch(model, batches, optimizer=make_optimizer(model, capturable=True))   # the version, one epoch
+    step = CapturedStep(model, optimizer, Captured(optimized.step_config()))              # kept across epochs
     log = step.epoch(batches)          # one graph replay per batch on CUDA; metrics read every log_every steps
+
+`train_epoch` has the signature of `baseline.train_epoch` and `optimized.train_epoch` (`study.IMPLS` names the
+three); a `CapturedStep` is what it runs, kept to train (and time) epoch after epoch without compiling again.
 
 What the optimized step removed (host syncs) was the precondition; what stays is ~300 small kernels per step,
 each launched from Python (the H100 run: ~6.2 ms per step at any batch from 16 to 16384, launch-bound). Here:
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable
 
 import torch
 from torch.optim.adam import adam
@@ -50,6 +55,7 @@ from tqdm import tqdm
 
 from ..kit.compiles import compile_kwargs, same_draws_options
 from ..kit.params import Backend, CompileMode
+from . import optimized
 from .config import StepConfig, TrainConfig
 from .model import MixtureVAE
 from .train import METRICS, EpochLog, _DeferredReads, check_batch, step_losses
@@ -301,7 +307,7 @@ class CapturedStep:
         self.ring.slot.fill_(self.ring.pos)
 
     def epoch(self, batches, *, progress: bool = False, progress_file=None) -> EpochLog:
-        """Train one pass over `batches`, as `train_epoch(impl="optimized")` does: a progress bar, the metric
+        """Train one pass over `batches`, as `optimized.train_epoch` does: a progress bar, the metric
         ring read every `log_every` steps and at the end (BadLabelsError there names the steps)."""
         log = EpochLog()
         total = len(batches) if hasattr(batches, "__len__") else None
@@ -321,3 +327,14 @@ class CapturedStep:
         if self.step == first:
             raise ValueError("CapturedStep.epoch: `batches` yielded no batch")
         return log
+
+
+def train_epoch(model: MixtureVAE, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], *,
+                optimizer: torch.optim.Optimizer, train: TrainConfig = TrainConfig(), start_step: int = 0,
+                progress: bool = True, progress_file=None, log_every: int = 50, sep_grad: bool = True,
+                compile: CompileMode = "default", backend: Backend = "inductor") -> EpochLog:
+    """One pass over `batches` by the optimized step recorded once (a new `CapturedStep`: it compiles at the first
+    batch); `optimizer`: `make_optimizer(model, capturable=True)`."""
+    step = CapturedStep(model, optimizer, Captured(optimized.step_config(log_every=log_every, sep_grad=sep_grad),
+                                                   compile=compile, backend=backend), train, start_step)
+    return step.epoch(batches, progress=progress, progress_file=progress_file)

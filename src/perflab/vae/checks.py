@@ -8,14 +8,14 @@ import torch
 from ..kit.claims import Check
 from ..kit.formatting import under
 from ..kit.syncs import count_host_syncs
-from .baseline import fisher_ratio_loop, remap_host, remap_unique
+from . import baseline, optimized
 from .captured import CapturedStep
-from .config import ModelConfig, TrainConfig, step_config
+from .config import ModelConfig, TrainConfig
 from .model import ComplexLinear
-from .optimized import fisher_ratio_vectorized, remap_presence
+from .pieces import fisher_ratio_loop, fisher_ratio_vectorized, remap_host, remap_presence, remap_unique
 from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
-from .study import fresh, run
-from .train import BadLabelsError, step_losses, train_epoch
+from .study import IMPLS, fresh, run
+from .train import BadLabelsError, step_losses
 
 
 def _worst(pairs, rtol: float, atol: float) -> tuple[float, bool]:
@@ -89,8 +89,8 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     no_grad separability; close parameters with its gradient flowing (the loop's and the matmuls'
     gradients differ by rounding, which Adam carries); and the gradient does change the weights."""
     kw = dict(model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
-    _, mb = run(step_config("baseline"), batches, **kw)
-    _, mo = run(step_config("optimized", sep_grad=False), batches, **kw)
+    _, mb = run(baseline.step_config(), batches, **kw)
+    _, mo = run(optimized.step_config(sep_grad=False), batches, **kw)
     exact = torch.device(device).type == "cpu"
     pairs = list(zip(mb.parameters(), mo.parameters()))
     differ = sum(not torch.equal(p, q) for p, q in pairs)
@@ -99,8 +99,8 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     else:  # a GPU BLAS may pick another kernel between two runs (workspace, alignment): rounding only
         worst, same = _worst(pairs, rtol=1e-5, atol=1e-7)
         rule = f"largest |difference| {under(worst)} (allowed 1e-07 + 1e-05 x |value|)"
-    _, gb = run(step_config("baseline", sep_grad=True), batches, **kw)
-    _, go = run(step_config("optimized", sep_grad=True), batches, **kw)
+    _, gb = run(baseline.step_config(sep_grad=True), batches, **kw)
+    _, go = run(optimized.step_config(sep_grad=True), batches, **kw)
     worst, close = _worst(zip(gb.parameters(), go.parameters()), rtol=1e-4, atol=1e-5)
     changed = sum(not torch.equal(p, q) for p, q in zip(mo.parameters(), go.parameters()))
     n = len(batches)
@@ -117,10 +117,10 @@ def bad_label_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     bad = [(x, y.clone()) for x, y in batches[:3]]
     bad[1][1][0] = train_cfg.num_labels + 3
     out = []
-    for impl, err in (("baseline", ValueError), ("optimized", BadLabelsError)):
+    for impl, err, knobs in (("baseline", ValueError, {}), ("optimized", BadLabelsError, dict(log_every=2))):
         model, opt = fresh(model_cfg, seed, device)
         try:
-            train_epoch(model, bad, impl=impl, optimizer=opt, train=train_cfg, log_every=2, progress=False)
+            IMPLS[impl](model, bad, optimizer=opt, train=train_cfg, progress=False, **knobs)
             raised = False
         except err:
             raised = True
@@ -135,11 +135,11 @@ def fullgraph_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     model, _ = fresh(model_cfg, seed, device)
     x, y = batches[0]
     out = []
-    for impl, want in (("optimized", True), ("baseline", False)):
+    for impl, sc, want in (("optimized", optimized.step_config(), True), ("baseline", baseline.step_config(), False)):
         torch._dynamo.reset()
         fn = torch.compile(step_losses, backend="eager", fullgraph=True)
         try:
-            fn(model, x, y, 1, step_config(impl), train_cfg)
+            fn(model, x, y, 1, sc, train_cfg)
             captured, seen = True, "one graph"
         except Exception as e:  # dynamo's Unsupported / UserError on a data-dependent host read
             captured, seen = False, f"refused ({type(e).__name__})"

@@ -57,7 +57,7 @@ def _ramp(w_max: float, warmup: int, step):
 
 @dataclass(frozen=True)
 class StepConfig:
-    """What one training step does, switch by switch (see IMPLS and SINGLE_CHANGES)."""
+    """What one training step does, switch by switch (each version's `step_config`, and `single_changes`)."""
     remap: Literal["host", "unique", "presence"] = "host"  # labels -> 0..n-1: CPU dict | torch.unique | table
     metrics: Literal["item", "device"] = "item"            # .cpu().item() per metric per step | on device
     log_every: int = 1                                     # progress postfix (and device read) every N steps
@@ -74,24 +74,6 @@ class StepConfig:
 
 BASELINE = StepConfig()
 OPTIMIZED = StepConfig(remap="presence", metrics="device", log_every=50, separability="vectorized")
-
-
-def step_config(impl: str, *, log_every: int = 50, sep_grad: bool | None = None) -> StepConfig:
-    """The StepConfig of `impl` ("baseline" or "optimized"). `sep_grad=None` keeps the impl's default:
-    False for the baseline (the original's no_grad pass), True for the optimized step (the fix);
-    pass False to compare both on identical math. `log_every` applies to the optimized step only
-    (the baseline shows its postfix every step, as the original did)."""
-    if impl == "baseline":
-        cfg = BASELINE
-        grad = False if sep_grad is None else sep_grad
-    elif impl == "optimized":
-        cfg = dataclasses.replace(OPTIMIZED, log_every=log_every)
-        grad = True if sep_grad is None else sep_grad
-    else:
-        raise ValueError(f"impl must be 'baseline' or 'optimized', got {impl!r}")
-    cfg = dataclasses.replace(cfg, sep_grad=grad)
-    cfg.check()
-    return cfg
 
 
 def single_changes(log_every: int = 50) -> dict[str, StepConfig]:

@@ -6,8 +6,7 @@ import dataclasses
 from typing import Literal
 
 from ..kit.params import Backend, CompileMode, RunParams, require
-
-IMPLS = ("baseline", "optimized", "captured")
+from .study import IMPLS
 
 
 @dataclasses.dataclass

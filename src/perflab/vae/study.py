@@ -2,9 +2,10 @@
 step, time per step (interleaved rounds), the batch sweep's fit and the step's floor. Each does one thing;
 the notebook calls them with its parameters (the claims and their verdicts are in `claims.py`).
 
-An implementation is a `StepConfig` (the baseline, each single change, the optimized step: `train_epoch`
-runs it) or a `Captured` (the optimized step recorded once: a `CapturedStep` runs it). `trainer()` builds
-either from a seed, with the same `.epoch(batches)`; the notebook times, counts and plots them by name."""
+IMPLS names the versions (`train_epoch` of baseline.py, optimized.py, captured.py: one signature): the one place
+that does; `version(name)` looks a name up. What the notebook times is declared as data: a `StepConfig` (a
+version's step, or one change alone: `train.run_epoch` runs it) or a `Captured` (the optimized step recorded once:
+a `CapturedStep` runs it). `trainer()` builds either from a seed, with the same `.epoch(batches)`."""
 from __future__ import annotations
 
 import contextlib
@@ -19,10 +20,21 @@ from torch.utils.benchmark.utils.common import Measurement
 from ..kit.bench import measure_interleaved
 from ..kit.launches import LaunchCounter, count_launches
 from ..kit.syncs import count_host_syncs
+from . import baseline, captured, optimized
 from .captured import Captured, CapturedStep
 from .config import ModelConfig, StepConfig, TrainConfig
 from .model import MixtureVAE, build_model, count_parameters, matmul_flops
-from .train import EpochLog, make_optimizer, train_epoch
+from .train import EpochLog, make_optimizer, run_epoch
+
+# the versions, baseline first: one epoch each, the same signature
+IMPLS = {"baseline": baseline.train_epoch, "optimized": optimized.train_epoch, "captured": captured.train_epoch}
+
+
+def version(name: str) -> Callable[..., EpochLog]:
+    """The version `name` names in IMPLS; an unknown name is refused with the names there are."""
+    if name not in IMPLS:
+        raise ValueError(f"unknown implementation {name!r}: expected one of {', '.join(IMPLS)}")
+    return IMPLS[name]
 
 
 @contextlib.contextmanager
@@ -61,14 +73,15 @@ def fresh(model_cfg: ModelConfig, seed: int, device: torch.device | str, *, capt
 
 
 class EagerTrainer:
-    """`train_epoch` on one model and optimizer, counting steps across epochs (CapturedStep's interface)."""
+    """`run_epoch` of one StepConfig on one model and optimizer, counting steps across epochs (CapturedStep's
+    interface)."""
 
     def __init__(self, config: StepConfig, model: MixtureVAE, optimizer: torch.optim.Optimizer, train: TrainConfig):
         self.config, self.model, self.optimizer, self.train, self.step = config, model, optimizer, train, 0
 
     def epoch(self, batches, *, progress: bool = False, progress_file=None) -> EpochLog:
-        log = train_epoch(self.model, batches, config=self.config, optimizer=self.optimizer, train=self.train,
-                          start_step=self.step, progress=progress, progress_file=progress_file)
+        log = run_epoch(self.model, batches, self.config, optimizer=self.optimizer, train=self.train,
+                        start_step=self.step, progress=progress, progress_file=progress_file)
         self.step += len(batches)
         return log
 
@@ -79,9 +92,9 @@ Impl = StepConfig | Captured
 def trainer(impl: Impl, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
             device: torch.device | str) -> EagerTrainer | CapturedStep:
     """A fresh model from `seed` trained by `impl` (a captured step compiles at its first batch)."""
-    captured = isinstance(impl, Captured)
-    model, opt = fresh(model_cfg, seed, device, capturable=captured)
-    return CapturedStep(model, opt, impl, train_cfg) if captured else EagerTrainer(impl, model, opt, train_cfg)
+    is_captured = isinstance(impl, Captured)
+    model, opt = fresh(model_cfg, seed, device, capturable=is_captured)
+    return CapturedStep(model, opt, impl, train_cfg) if is_captured else EagerTrainer(impl, model, opt, train_cfg)
 
 
 def run(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,

@@ -1,16 +1,15 @@
 """One training step and one epoch, assembled from the switches of a StepConfig.
 
     opt = make_optimizer(model, lr=1e-3)
-    log = train_epoch(model, batches, impl="baseline", optimizer=opt)            # the original's loop
-    log = train_epoch(model, batches, impl="optimized", optimizer=opt, log_every=50)
+    log = run_epoch(model, batches, BASELINE, optimizer=opt)     # any StepConfig: a version's, or one change alone
 
-Both impls compute the same losses with the same parameters in the same RNG order: for the same
-seed and data they give the same losses (to float rounding in the separability term) and, with
-`sep_grad=False`, bit-identical parameters. How bad labels are caught: the host remap raises at the
-bad batch (the labels are on the host anyway); the sync-free remaps count them on the device, and
-the next host read (every `log_every` steps, or the end of the epoch) raises BadLabelsError naming
-the steps, so the hot loop keeps zero syncs. Validate a dataset up front with
-`remap_presence(y, num_labels, check=True)`.
+The versions call it with their StepConfig (`baseline.train_epoch`, `optimized.train_epoch`). Both compute the same
+losses with the same parameters in the same RNG order: for the same seed and data they give the same losses (to
+float rounding in the separability term) and, with `sep_grad=False`, bit-identical parameters. How bad labels are
+caught: the host remap raises at the bad batch (the labels are on the host anyway); the sync-free remaps count them
+on the device, and the next host read (every `log_every` steps, or the end of the epoch) raises BadLabelsError
+naming the steps, so the hot loop keeps zero syncs. Validate a dataset up front with `remap_presence(y, num_labels,
+check=True)`.
 """
 from __future__ import annotations
 
@@ -20,10 +19,17 @@ from collections.abc import Iterable
 import torch
 from tqdm import tqdm
 
-from .baseline import fisher_ratio_loop, host_metrics, remap_host, remap_unique
-from .config import StepConfig, TrainConfig, step_config
+from .config import StepConfig, TrainConfig
 from .model import MixtureVAE, kl_standard_normal, mixture_nll
-from .optimized import DeviceMetrics, fisher_ratio_vectorized, remap_presence
+from .pieces import (
+    DeviceMetrics,
+    fisher_ratio_loop,
+    fisher_ratio_vectorized,
+    host_metrics,
+    remap_host,
+    remap_presence,
+    remap_unique,
+)
 
 REMAPS = {"host": remap_host, "unique": remap_unique, "presence": remap_presence}
 METRICS = ("loss", "nll", "kl", "sep")
@@ -158,22 +164,17 @@ class _DeferredReads:
         self.bar.set_postfix({k: f"{sum(r[k] for r in rows) / len(rows):.4f}" for k in METRICS})
 
 
-def train_epoch(model: MixtureVAE, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
-                impl: str = "baseline", *, optimizer: torch.optim.Optimizer,
-                train: TrainConfig = TrainConfig(), start_step: int = 0, log_every: int = 50,
-                sep_grad: bool | None = None, config: StepConfig | None = None,
-                progress: bool = True, progress_file=None) -> EpochLog:
-    """Train one pass over `batches` ((x [B, 256], y [B]) pairs on the model's device).
-
-    impl "baseline": the original loop (host remap, .cpu().item() per metric, class loop, a progress
-    postfix every step). impl "optimized": sync-free steps, metrics read every `log_every` steps.
-    `sep_grad`: see `step_config`. `config` (a StepConfig) overrides `impl` to run one change alone.
-    `progress_file`: where the bar writes (None: stderr; a null file keeps its cost, drops the text)."""
-    sc = config if config is not None else step_config(impl, log_every=log_every, sep_grad=sep_grad)
+def run_epoch(model: MixtureVAE, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], sc: StepConfig, *,
+              optimizer: torch.optim.Optimizer, train: TrainConfig = TrainConfig(), start_step: int = 0,
+              progress: bool = True, progress_file=None, desc: str = "train") -> EpochLog:
+    """Train one pass over `batches` ((x [B, 256], y [B]) pairs on the model's device), each step as `sc` says:
+    metrics "item" read every step (the original), "device" every `sc.log_every` steps.
+    `progress_file`: where the bar writes (None: stderr; a null file keeps its cost, drops the text); `desc`: its
+    label."""
     sc.check()
     log = EpochLog()
     total = len(batches) if hasattr(batches, "__len__") else None
-    bar = tqdm(batches, total=total, file=progress_file, disable=not progress, leave=False, desc=impl)
+    bar = tqdm(batches, total=total, file=progress_file, disable=not progress, leave=False, desc=desc)
     reads = (_PerStepReads if sc.metrics == "item" else _DeferredReads)(log, bar, sc, train.num_labels)
     step = start_step
     try:
