@@ -221,24 +221,25 @@ def test_probe1d_compiled_fit_passes_under_the_check():
 def test_latentwire_compiled_step_passes_under_the_check(grad_accum):
     # one generation per optimizer step (mark_step_begin at its start): the micro-batches' losses, their backward and
     # the step read outputs of the same generation; the mean loss leaves it as an eager sum
-    from perflab.latentwire import ModelConfig, build_model, make_examples, make_trainer
+    from perflab.latentwire import ModelConfig, build_model, make_examples, optimized
 
     tiny = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
     examples = make_examples(24, seed=0)
-    kw = dict(impl="optimized", accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3,
+    kw = dict(accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3,
               grad_accum=grad_accum, no_step_sync=True)
-    eager = make_trainer(build_model(tiny, seed=0), examples, **kw)
+    eager = optimized.make_trainer(build_model(tiny, seed=0), examples, **kw)
     want = [float(eager.step()) for _ in range(3)]
     eager.close()
     with check_lifetimes() as check:
         reset()
-        trainer = make_trainer(build_model(tiny, seed=0), examples, compile="reduce-overhead", compile_backend="eager", **kw)
+        trainer = optimized.make_trainer(build_model(tiny, seed=0), examples, compile="reduce-overhead",
+                                         compile_backend="eager", **kw)
         assert trainer.cudagraphs
         got = [trainer.step() for _ in range(3)]
         assert check.generations == 3 and check.freed
         got = [float(x) for x in got]                           # each step's mean loss outlives its generation
         trainer.close()
-    # padding to the data's widths reorders sums only (test_latentwire_train): float rounding
+    # padding to the data's widths reorders sums only (test_latentwire_trainers): float rounding
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-5, atol=1e-5)
     reset()
 
@@ -347,18 +348,18 @@ def test_latentwire_with_a_mark_per_micro_batch_fails_under_the_check(grad_accum
     # T3's one-line regression on the real trainer, injected from outside: a mark before every micro-batch's
     # forward (as if `cudagraph_mark_step_begin()` had moved into the loop of OptimizedTrainer.step). Today's check
     # fails it; e4bd822's passed it (the review's E4)
-    from perflab.latentwire import ModelConfig, build_model, make_examples, make_trainer, optimized
+    from perflab.latentwire import ModelConfig, build_model, make_examples, optimized
 
     tiny = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
-    kw = dict(impl="optimized", accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3,
+    kw = dict(accum_steps=2, pretokenize=True, single_pass=True, batch_size=2, lr=3e-3,
               grad_accum=grad_accum, no_step_sync=True)
     for name, cg in _checks().items():
         monkeypatch.setattr(optimized, "tracked", cg.tracked)
         monkeypatch.setattr(optimized, "uses_cudagraphs", cg.uses_cudagraphs)
         with cg.check_lifetimes() as check:
             reset()
-            trainer = make_trainer(build_model(tiny, seed=0), make_examples(24, seed=0), compile="reduce-overhead",
-                                   compile_backend="eager", **kw)
+            trainer = optimized.make_trainer(build_model(tiny, seed=0), make_examples(24, seed=0),
+                                             compile="reduce-overhead", compile_backend="eager", **kw)
             assert trainer.cudagraphs
             inner = trainer.loss_fn
 

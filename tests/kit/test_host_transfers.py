@@ -95,9 +95,12 @@ def latentwire():
     return p, make_examples(p.n_examples, seed=0)
 
 
-def test_06_host_sync_check_of_7e47ac6_fails_and_heads_passes(latentwire):
-    from perflab.latentwire import checks
+def test_06_host_sync_check_of_7e47ac6_fails_and_heads_passes(latentwire, monkeypatch):
+    from perflab.latentwire import checks, training
+    from perflab.latentwire.study import IMPLS
 
+    # 7e47ac6 picked a version by name, `training.make_trainer(..., impl=name)`: today it is IMPLS[name]
+    monkeypatch.setattr(training, "make_trainer", lambda *a, impl, **kw: IMPLS[impl](*a, **kw), raising=False)
     old = old_module(OLD, "src/perflab/latentwire/checks.py", "perflab.latentwire")
     (name, ok, detail), counts = old.host_sync_check(*latentwire, "cpu")
     # 6 tensors per micro-batch x accum_steps 2, copied from pageable memory: what the H100 would have blocked on

@@ -58,14 +58,13 @@ def test_cuda_06_compiled_check_under_cuda_graphs():
 def _latentwire_grads(p, examples, compile: str, grad_accum: bool, steps: int) -> dict[str, list[torch.Tensor]]:
     """{parameter: every gradient AccumulateGrad left in its .grad} over `steps` optimizer steps of the optimized
     trainer with compiled_check's toggles (the same graph: inductor's FX cache serves it again), manual batches."""
-    from perflab.latentwire import build_model, make_trainer
+    from perflab.latentwire import build_model, optimized
     from perflab.latentwire.config import Toggles
 
     toggles = {**dataclasses.asdict(Toggles.all_on(batch_size=p.ablation_batch, amp=p.amp)), "dataloader": False,
                "num_workers": 0, "grad_accum": grad_accum, "compile": compile, "compile_backend": "inductor"}
     model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=CUDA)
-    tr = make_trainer(model, examples, impl="optimized", device=CUDA, lr=1e-4, accum_steps=p.accum_steps, seed=p.seed,
-                      **toggles)
+    tr = optimized.make_trainer(model, examples, device=CUDA, lr=1e-4, accum_steps=p.accum_steps, seed=p.seed, **toggles)
     assert tr.cudagraphs == (compile == "reduce-overhead")
     grads: dict[str, list[torch.Tensor]] = {}
     hooks = [q.register_post_accumulate_grad_hook(lambda q, n=n: grads.setdefault(n, []).append(q.grad.detach().clone()))

@@ -1,8 +1,9 @@
-"""torchrun + DistributedDataParallel on CPU (gloo): 2 ranks, a tiny model, a few steps."""
+"""torchrun + DistributedDataParallel on CPU (gloo): 2 ranks, a tiny model, a few steps; --impl names a key of IMPLS."""
 import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from perflab.latentwire import ModelConfig, build_model
@@ -29,3 +30,13 @@ def test_two_process_gloo_ddp_ends_with_identical_parameters(tmp_path):
     i0, i1 = ranks[0]["indices"], ranks[1]["indices"]
     assert len(i0) == len(i1) == 8 and not set(i0) & set(i1)  # DistributedSampler: disjoint shards
     assert ranks[0]["losses"] != ranks[1]["losses"]  # each rank's loss is on its own shard
+
+
+def test_an_unknown_version_is_refused_with_the_names_there_are(capsys):
+    from perflab.latentwire.ddp import parse_args
+
+    assert parse_args(["--impl", "baseline"]).impl == "baseline"
+    with pytest.raises(SystemExit):
+        parse_args(["--impl", "fast"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'fast'" in err and "baseline" in err and "optimized" in err  # study.IMPLS' keys

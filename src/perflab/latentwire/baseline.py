@@ -1,4 +1,5 @@
-"""The report's starting point, reproduced (origin: LatentWire train.py at a146b3ef, per the research note).
+"""The report's starting point, reproduced (origin: LatentWire train.py at a146b3ef, per the research note):
+`make_trainer`, the baseline version (study.IMPLS["baseline"]); it has no toggles.
 
 One optimizer step of `accum_steps` micro-batches of ONE example each (--batch_size default 1):
 - manual indexing into the examples, bytes built and chat-template scaffolds + answer tokenized on the
@@ -47,3 +48,9 @@ class BaselineTrainer(TrainerBase):
         self.history.append([loss, parts.tf.item(), parts.first.item(), parts.k.item()])  # ... and more .item()s
         self.steps += 1
         return loss
+
+
+def make_trainer(model, examples, *, device="cpu", lr: float = 1e-3, accum_steps: int = 1,
+                 seed: int = 0) -> BaselineTrainer:
+    """The baseline version: a trainer whose `.step()` runs one optimizer step of the report's loop."""
+    return BaselineTrainer(model, examples, device=device, lr=lr, accum_steps=accum_steps, seed=seed)

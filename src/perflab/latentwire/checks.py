@@ -17,8 +17,8 @@ from .batches import PretokenizedCache, batch_on_the_fly
 from .config import Toggles
 from .model import build_model
 from .params import LatentWireParams
+from .study import IMPLS
 from .tokenizer import Tokenizer
-from .training import make_trainer
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> bool:
@@ -59,11 +59,11 @@ def single_pass_checks(p: LatentWireParams, examples, device, n: int = 5) -> lis
 
 
 def toggles_off_check(p: LatentWireParams, examples, device, steps: int = 2) -> Check:
-    """impl="optimized" with every toggle off trains exactly like the baseline (same samples, same losses)."""
+    """The optimized version with every toggle off trains exactly like the baseline (same samples, same losses)."""
     rows, seen = [], []
-    for impl in ("baseline", "optimized"):
+    for name in ("baseline", "optimized"):
         model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-        tr = make_trainer(model, examples, impl=impl, device=device, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed)
+        tr = IMPLS[name](model, examples, device=device, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed)
         tr.seen = []
         for _ in range(steps):
             tr.step()
@@ -106,12 +106,11 @@ def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]
     memory the optimized step's copies block too (6 tensors per micro-batch): `count_host_syncs` counts them on
     every device, as a GPU would make them."""
     counts = {}
-    for name, impl, toggles in (("baseline", "baseline", {}),
-                                ("optimized", "optimized", {"pin_memory": True, "pretokenize": True, "fused_adamw": True,
-                                                            "no_step_sync": True, "single_pass": True})):
+    for name, toggles in (("baseline", {}),
+                          ("optimized", {"pin_memory": True, "pretokenize": True, "fused_adamw": True,
+                                         "no_step_sync": True, "single_pass": True})):
         model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-        tr = make_trainer(model, examples, impl=impl, device=device, lr=p.lr, accum_steps=p.accum_steps,
-                          seed=p.seed, **toggles)
+        tr = IMPLS[name](model, examples, device=device, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed, **toggles)
         tr.step()  # the optimizer's state exists from here on
         with count_host_syncs(device) as s:
             tr.step()
@@ -131,8 +130,8 @@ def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Che
     rows, seen = [], []
     for mode in ("off", p.compile):
         model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-        tr = make_trainer(model, examples, impl="optimized", device=device, lr=p.lr, accum_steps=p.accum_steps,
-                          seed=p.seed, **{**toggles, "compile": mode, "compile_backend": p.backend})
+        tr = IMPLS["optimized"](model, examples, device=device, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed,
+                                **{**toggles, "compile": mode, "compile_backend": p.backend})
         tr.seen = []
         tr.step()  # the compiled step compiles here (or finds the graph this kernel compiled before)
         with count_compiles() as cc:

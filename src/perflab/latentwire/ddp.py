@@ -26,14 +26,14 @@ from ..kit.params import parse_assignment, validate
 from .config import ModelConfig, Toggles
 from .data import make_examples
 from .model import build_model
-from .training import make_trainer
+from .study import IMPLS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="torchrun --nproc_per_node=N -m perflab.latentwire.ddp",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="auto", help="auto, cpu or cuda (each rank uses cuda:LOCAL_RANK)")
-    ap.add_argument("--impl", default="optimized", choices=("baseline", "optimized"))
+    ap.add_argument("--impl", default="optimized", choices=tuple(IMPLS), help="the version to train (study.IMPLS)")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--n-examples", type=int, default=256)
     ap.add_argument("--accum-steps", type=int, default=1)
@@ -70,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.batch_size is not None:
             toggles["batch_size"] = args.batch_size
         if args.impl == "baseline":
-            toggles = {}
+            toggles = {}  # the baseline version has no toggles: they are the optimized version's knobs
         model = build_model(cfg, seed=args.seed, device=device)  # same seed: identical replicas to start
         ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
         examples = make_examples(args.n_examples, seed=args.seed, max_prompt_bytes=cfg.max_bytes)
-        trainer = make_trainer(ddp, examples, impl=args.impl, device=device, lr=args.lr,
-                               accum_steps=args.accum_steps, seed=args.seed, **toggles)
+        trainer = IMPLS[args.impl](ddp, examples, device=device, lr=args.lr, accum_steps=args.accum_steps,
+                                   seed=args.seed, **toggles)
         trainer.seen = []  # note which samples this rank reads
         t0 = time.perf_counter()
         for _ in range(args.steps):

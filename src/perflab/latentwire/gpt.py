@@ -20,12 +20,12 @@ class CausalSelfAttention(nn.Module):
         self.n_head = n_head
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
-        self.impl = "manual"  # "manual" (softmax(QK^T)V, the eager path) or "sdpa"
+        self.attention = "manual"  # "manual" (softmax(QK^T)V, the eager path) or "sdpa"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_head, d // self.n_head).permute(2, 0, 3, 1, 4)  # 3 x [B, H, T, hd]
-        if self.impl == "sdpa":
+        if self.attention == "sdpa":
             # one fused kernel (flash / memory-efficient on CUDA): no [B, H, T, T] scores in memory
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
@@ -70,11 +70,11 @@ class TinyGPT(nn.Module):
         self.requires_grad_(False)
         self.eval()
 
-    def set_attention(self, impl: str) -> None:
-        if impl not in ("manual", "sdpa"):
-            raise ValueError(f"attention impl must be 'manual' or 'sdpa', got {impl!r}")
+    def set_attention(self, attention: str) -> None:
+        if attention not in ("manual", "sdpa"):
+            raise ValueError(f"attention must be 'manual' or 'sdpa', got {attention!r}")
         for blk in self.blocks:
-            blk.attn.impl = impl
+            blk.attn.attention = attention
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.wte(ids)

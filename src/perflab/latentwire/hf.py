@@ -60,9 +60,9 @@ class HFCausalLM(nn.Module):
         self.forward_calls = 0
         self.checkpointing = False
 
-    def set_attention(self, impl: str) -> None:
+    def set_attention(self, attention: str) -> None:
         # HF picks the kernel at load time (attn_implementation); "manual" maps to HF's "eager"
-        self.model.config._attn_implementation = {"manual": "eager", "sdpa": "sdpa"}[impl]
+        self.model.config._attn_implementation = {"manual": "eager", "sdpa": "sdpa"}[attention]
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model.get_input_embeddings()(ids)

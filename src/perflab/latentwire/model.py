@@ -66,7 +66,7 @@ class LatentPooler(nn.Module):
         self.ln_q, self.ln_kv = nn.LayerNorm(d), nn.LayerNorm(d)
         self.q, self.kv, self.o = nn.Linear(d, d), nn.Linear(d, 2 * d), nn.Linear(d, d)
         self.mlp = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-        self.impl = "manual"
+        self.attention = "manual"  # "manual" or "sdpa" (LatentWire.set_options)
 
     def forward(self, h: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         b, n, d = h.shape
@@ -74,7 +74,7 @@ class LatentPooler(nn.Module):
         q = self.q(self.ln_q(self.queries)).view(m, nh, hd).transpose(0, 1).expand(b, nh, m, hd)  # [B, H, M, hd]
         k, v = self.kv(self.ln_kv(h)).view(b, n, 2, nh, hd).permute(2, 0, 3, 1, 4)               # 2 x [B, H, L, hd]
         keep = ~pad[:, None, None, :]                                                            # [B, 1, 1, L]
-        if self.impl == "sdpa":
+        if self.attention == "sdpa":
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
         else:
             s = (q @ k.transpose(-2, -1)) / math.sqrt(hd)                                        # [B, H, M, L]
@@ -123,7 +123,7 @@ class LatentWire(nn.Module):
     def set_options(self, *, attention: str = "manual", checkpointing: bool = False) -> None:
         """Attention kernel ("manual" or "sdpa") of the LM and pooler; activation checkpointing on/off."""
         self.lm.set_attention(attention)
-        self.pooler.impl = attention
+        self.pooler.attention = attention
         self.encoder.checkpointing = self.lm.checkpointing = checkpointing
 
     def prefix(self, batch: Batch) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""The report's recommendations, one toggle each (config.Toggles), plus the single-pass losses.
+"""The report's recommendations, one toggle each (config.Toggles), plus the single-pass losses: `make_trainer`,
+the optimized version (study.IMPLS["optimized"]), whose keyword arguments beyond the baseline's are the toggles.
 
 With every toggle off this runs the baseline's computation (same order of samples, same losses: tested);
 each toggle changes one thing:
@@ -207,3 +208,11 @@ class OptimizedTrainer(TrainerBase):
         self.pause()
         self.batches.close()
         self.loader = None
+
+
+def make_trainer(model, examples, *, device="cpu", lr: float = 1e-3, accum_steps: int = 1, seed: int = 0,
+                 **toggles) -> OptimizedTrainer:
+    """The optimized version: the baseline's signature plus the toggles (config.Toggles' fields, all off by
+    default); unknown names and wrong types are refused by name (ParameterError)."""
+    return OptimizedTrainer(model, examples, device=device, lr=lr, accum_steps=accum_steps, seed=seed,
+                            toggles=Toggles.from_kwargs(**toggles))

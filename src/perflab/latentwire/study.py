@@ -1,7 +1,10 @@
-"""The notebook's measurements, declared as data: the ablation variants (baseline, each toggle alone, the
-report's quick wins, all together, the compiled step), how one variant is prepared and timed, the batch sweep,
+"""The notebook's measurements, declared as data. IMPLS names the versions, the one place that does: the
+trainer factories `baseline.make_trainer` and `optimized.make_trainer` (one signature; the optimized one's further
+keywords are its toggles). Then the ablation variants (the baseline, the optimized version with each toggle alone,
+the report's quick wins, all together, the compiled step), how one variant is prepared and timed, the batch sweep,
 the floors (FLOPs per sample against this device's measured matmul throughput), and the parts timed alone
-(one attention layer, the data path, AdamW.step) and the loss curves.
+(one attention layer, eager against SDPA: a model option, not a version; the data path, AdamW.step) and the loss
+curves.
 
 Each variant gets a fresh model from the same seed and a first, untimed step (DataLoader workers start, the
 allocator grows, compile runs) inside the peak-memory, activation-memory and LM-forward counters; then one
@@ -26,6 +29,7 @@ from ..kit.env import synchronize
 from ..kit.launches import count_launches, profiler_activities, self_time_key
 from ..kit.memory import peak_memory
 from ..kit.verdicts import Measured
+from . import baseline, optimized
 from .activations import saved_activations
 from .batches import PretokenizedCache, batch_on_the_fly
 from .config import Toggles
@@ -35,14 +39,26 @@ from .optimized import make_loader
 from .params import LatentWireParams
 from .timing import StepTiming, iqr_ratio, steps_per_block, time_rounds
 from .tokenizer import Tokenizer
-from .training import evaluate, make_trainer
+from .training import evaluate
+
+IMPLS = {"baseline": baseline.make_trainer, "optimized": optimized.make_trainer}  # the versions, baseline first
+
+
+def version(name: str):
+    """The version `name` names in IMPLS; an unknown name is refused with the names there are."""
+    if name not in IMPLS:
+        raise ValueError(f"unknown implementation {name!r}: expected one of {', '.join(IMPLS)}")
+    return IMPLS[name]
 
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
     name: str
-    impl: str = "optimized"
+    version: str = "optimized"  # a key of IMPLS; toggles are the optimized version's keywords
     toggles: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        version(self.version)  # a misspelt version fails where the plan is declared
 
 
 def variants(p: LatentWireParams) -> list[Variant]:
@@ -61,7 +77,7 @@ def variants(p: LatentWireParams) -> list[Variant]:
              Variant("no_step_sync", toggles={"no_step_sync": True})]
     quick = {"pin_memory": True, "batch_size": b, "amp": p.amp, "fused_adamw": True}  # the report's "quick wins"
     every = dataclasses.asdict(Toggles.all_on(batch_size=b, num_workers=p.num_workers, amp=p.amp))
-    plan = [Variant("baseline", impl="baseline"), *alone, Variant("quick_wins", toggles=quick),
+    plan = [Variant("baseline", version="baseline"), *alone, Variant("quick_wins", toggles=quick),
             Variant("all_together", toggles=every)]
     if p.compile != "off":
         plan.append(Variant("compiled", toggles={**every, "compile": p.compile, "compile_backend": p.backend}))
@@ -101,8 +117,8 @@ def prepare_variant(v: Variant, examples, *, p: LatentWireParams, device, accum_
     under count_launches, one to size the timing blocks; its DataLoader workers stopped at the end.
     Returns (trainer, VariantResult without a timing)."""
     model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-    trainer = make_trainer(model, examples, impl=v.impl, device=device, lr=p.lr, accum_steps=accum_steps or p.accum_steps,
-                           seed=p.seed, **v.toggles)
+    trainer = version(v.version)(model, examples, device=device, lr=p.lr, accum_steps=accum_steps or p.accum_steps,
+                                 seed=p.seed, **v.toggles)
     compiled = v.toggles.get("compile", "off") != "off"  # saved-tensor hooks would change what compile traces
     try:
         f0 = model.lm.forward_calls
@@ -128,7 +144,7 @@ def prepare_variant(v: Variant, examples, *, p: LatentWireParams, device, accum_
 def _attach(results: dict, timings: dict, label: str) -> None:
     for name, r in results.items():
         r.timing = timings[name]
-        r.measurement = timings[name].measurement(label, name, r.variant.impl)
+        r.measurement = timings[name].measurement(label, name, r.variant.version)
 
 
 @contextlib.contextmanager
@@ -263,18 +279,18 @@ def attention_fns(p: LatentWireParams, *, batch: int, seq: int, device) -> dict:
     attn = CausalSelfAttention(cfg.d_lm, cfg.lm_heads).to(device)
     x = torch.randn(batch, seq, cfg.d_lm, device=device, requires_grad=True)
 
-    def run(impl: str):
-        attn.impl = impl
+    def run(attention: str):
+        attn.attention = attention
         attn(x).sum().backward()
-    return {impl: (lambda impl=impl: run(impl)) for impl in ("manual", "sdpa")}
+    return {a: (lambda a=a: run(a)) for a in ("manual", "sdpa")}
 
 
 def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tuple[Measured, list[Measurement]]:
     """Forward+backward of one LM attention layer, eager vs SDPA (`attention_fns`), each timed on its own.
     Returns (manual / sdpa: the ratio of medians with its 99% interval, [manual, sdpa] measurements)."""
-    ms = [measure(fn, label="attention layer fwd+bwd", sub_label=f"[{batch}, {seq}, {p.d_lm}]", description=impl,
+    ms = [measure(fn, label="attention layer fwd+bwd", sub_label=f"[{batch}, {seq}, {p.d_lm}]", description=attention,
                   min_run_time=p.min_run_time, max_run_time=p.max_run_time, device=device)
-          for impl, fn in attention_fns(p, batch=batch, seq=seq, device=device).items()]
+          for attention, fn in attention_fns(p, batch=batch, seq=seq, device=device).items()]
     return Measured.ratio(*ms), ms
 
 
@@ -334,10 +350,10 @@ class Curve:
     heldout: dict           # evaluate() on the held-out examples after the run
 
 
-def loss_curve(name: str, examples, heldout, *, p: LatentWireParams, device, impl: str, toggles: dict) -> Curve:
-    """Train a fresh model (same seed) on `p.curve_samples` samples, one micro-batch per step."""
+def loss_curve(v: Variant, examples, heldout, *, p: LatentWireParams, device) -> Curve:
+    """Train a fresh model (same seed) as variant `v` on `p.curve_samples` samples, one micro-batch per step."""
     model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-    trainer = make_trainer(model, examples, impl=impl, device=device, lr=p.lr, accum_steps=1, seed=p.seed, **toggles)
+    trainer = version(v.version)(model, examples, device=device, lr=p.lr, accum_steps=1, seed=p.seed, **v.toggles)
     steps = max(1, p.curve_samples // trainer.samples_per_step)
     t0 = time.perf_counter()
     try:
@@ -349,17 +365,17 @@ def loss_curve(name: str, examples, heldout, *, p: LatentWireParams, device, imp
     finally:
         trainer.close()
     per = trainer.samples_per_step
-    return Curve(name, [per * (i + 1) for i in range(steps)], [r[0] for r in rows], seconds,
+    return Curve(v.name, [per * (i + 1) for i in range(steps)], [r[0] for r in rows], seconds,
                  evaluate(model, heldout, device=device))
 
 
-def curve_runs(p: LatentWireParams) -> list[tuple[str, str, dict]]:
-    """(name, impl, toggles): the baseline; every recommendation at batch 1 in the baseline's sample order
+def curve_runs(p: LatentWireParams) -> list[Variant]:
+    """The loss curves' variants: the baseline; every recommendation at batch 1 in the baseline's sample order
     (manual indexing), so only numerics differ; and every recommendation at p.curve_batch. Eager: the
     compiled step's numerics are checked against the eager step in the correctness cell."""
     same_order = dataclasses.asdict(Toggles.all_on(batch_size=1, amp=p.amp))
     same_order.update(dataloader=False, num_workers=0)
     batched = dataclasses.asdict(Toggles.all_on(batch_size=p.curve_batch, num_workers=p.num_workers, amp=p.amp))
-    return [("baseline", "baseline", {}), ("optimized, batch 1", "optimized", same_order),
-            (f"optimized, batch {p.curve_batch}", "optimized", batched)]
+    return [Variant("baseline", version="baseline"), Variant("optimized, batch 1", toggles=same_order),
+            Variant(f"optimized, batch {p.curve_batch}", toggles=batched)]
 

@@ -1,11 +1,12 @@
-"""The entry point: `train(model, examples, impl="baseline"|"optimized", **toggles)`.
+"""Training runs of any version: `train(version, model, examples, steps=..., **its keywords)`, where `version`
+is one of study.IMPLS (baseline.make_trainer or optimized.make_trainer), and `evaluate` on held-out examples.
 
     model = build_model(ModelConfig(), seed=0)
-    res = train(model, examples, impl="optimized", steps=20, batch_size=16, single_pass=True, amp=True)
+    res = train(optimized.make_trainer, model, examples, steps=20, batch_size=16, single_pass=True, amp=True)
     res.losses, res.samples, res.lm_forwards
 
 The same call runs under torchrun with DDP (see ddp.py): a DDP-wrapped model is trained on this rank's
-shard of the samples. `make_trainer` gives the stepping object itself (for timing one step at a time).
+shard of the samples. A version itself gives the stepping object (for timing one step at a time).
 """
 from __future__ import annotations
 
@@ -14,28 +15,9 @@ import dataclasses
 import torch
 
 from . import losses
-from .baseline import BaselineTrainer
 from .batches import PretokenizedCache
-from .config import Toggles
-from .optimized import OptimizedTrainer
 from .reference import ce_mean
 from .trainer_base import HISTORY_COLUMNS, unwrap
-
-IMPLS = ("baseline", "optimized")
-
-
-def make_trainer(model, examples, *, impl: str = "baseline", device="cpu", lr: float = 1e-3,
-                 accum_steps: int = 1, seed: int = 0, **toggles):
-    """A trainer whose `.step()` runs one optimizer step. Unknown toggles are refused by name."""
-    if impl not in IMPLS:
-        raise ValueError(f"unknown impl {impl!r}: expected one of {IMPLS}")
-    if impl == "baseline":
-        if toggles:
-            raise ValueError(f"impl='baseline' takes no toggles (got {', '.join(sorted(toggles))}); "
-                             "toggles switch the recommendations of impl='optimized'")
-        return BaselineTrainer(model, examples, device=device, lr=lr, accum_steps=accum_steps, seed=seed)
-    return OptimizedTrainer(model, examples, device=device, lr=lr, accum_steps=accum_steps, seed=seed,
-                            toggles=Toggles.from_kwargs(**toggles))
 
 
 @dataclasses.dataclass
@@ -47,13 +29,13 @@ class TrainResult:
     lm_forwards: int             # LM forwards on this rank (eager calls)
 
 
-def train(model, examples, *, impl: str = "baseline", steps: int = 10, device="cpu", lr: float = 1e-3,
-          accum_steps: int = 1, seed: int = 0, **toggles) -> TrainResult:
-    """Train `model` for `steps` optimizer steps and return the loss per step (see module doc)."""
+def train(version, model, examples, *, steps: int = 10, device="cpu", lr: float = 1e-3, accum_steps: int = 1,
+          seed: int = 0, **toggles) -> TrainResult:
+    """Train `model` with `version` (a trainer factory of study.IMPLS; `toggles`: the optimized version's) for
+    `steps` optimizer steps and return the loss per step (see module doc)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    trainer = make_trainer(model, examples, impl=impl, device=device, lr=lr, accum_steps=accum_steps, seed=seed,
-                           **toggles)
+    trainer = version(model, examples, device=device, lr=lr, accum_steps=accum_steps, seed=seed, **toggles)
     lm = unwrap(model).lm
     f0 = lm.forward_calls
     try:
