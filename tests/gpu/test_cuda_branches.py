@@ -46,9 +46,9 @@ CUDA_BRANCHES = {
     "kit/memory.py::PeakMemory.__enter__": K + "test_cuda_memory_peak_and_free",
     "kit/memory.py::PeakMemory.__exit__": K + "test_cuda_memory_peak_and_free",
     "kit/memory.py::device_memory": K + "test_cuda_memory_peak_and_free",
-    "prover/batching.py::cache_bytes": P03 + "test_cuda_03_step_profile",
+    "prover/core/batching.py::cache_bytes": P03 + "test_cuda_03_step_profile",
     "kit/notebook.py::environment_line": K + "test_cuda_environment_stamp",
-    "prover/optimized.py::score_candidates": P03 + "test_cuda_03_out_of_memory_halves_the_batch",
+    "prover/evaluation/optimized.py::score_candidates": P03 + "test_cuda_03_out_of_memory_halves_the_batch",
     "kit/syncs.py::HostSyncCounter.__init__": P03 + "test_cuda_03_correctness_checks_pass",
     "kit/syncs.py::HostSyncCounter.__enter__": P03 + "test_cuda_03_correctness_checks_pass",
     "kit/syncs.py::HostSyncCounter.__exit__": P03 + "test_cuda_03_correctness_checks_pass",
@@ -61,13 +61,17 @@ CUDA_BRANCHES = {
     "vae/captured.py::CapturedStep._record": P05 + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
     # branches on CUDA graphs (`.cudagraphs`, `uses_cudagraphs`): on a CPU only under check_lifetimes(), which is
     # blind to part of what they do (perflab.kit.cudagraphs); GPU tests compare their values with eager
-    "prover/study.py::batch_sweep": P03 + "test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model",
-    "prover/step.py::GreedyStep.__init__": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
-    "prover/step.py::GreedyStep.compiled": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
-    "prover/step.py::GreedyStep.buffers": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
-    "prover/step.py::GreedyStep.__call__": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
-    "prover/rollout.py::_call": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
-    "prover/links/search.py::BeamSearch._chunk": P03 + "test_cuda_03_search_under_cuda_graphs",
+    "prover/evaluation/study.py::batch_sweep": P03 + "test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model",
+    "prover/core/step.py::GreedyStep.__init__":
+        "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/core/step.py::GreedyStep.compiled":
+        "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/core/step.py::GreedyStep.buffers":
+        "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/core/step.py::GreedyStep.__call__":
+        "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/core/rollout.py::_call": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
+    "prover/links/search.py::BeamSearch.chunk": P03 + "test_cuda_03_search_under_cuda_graphs",
     "probe1d/optimized.py::OptimizedSolver._graph_call": P01 + "test_cuda_probe1d_fit_under_cuda_graphs_equals_eager",
     "probe1d/optimized.py::OptimizedSolver._lm": P01 + "test_cuda_probe1d_fit_under_cuda_graphs_equals_eager",
     "latentwire/optimized.py::OptimizedTrainer.__init__": P06 + "test_cuda_06_gradients_under_cuda_graphs_equal_eager",

@@ -8,6 +8,7 @@ frees outputs as a GPU does on any device; the studies' compiled paths run under
 (the generation rule belongs to the mode, not to inductor's code). b62ef7a's search fails under it; 1a70d9c's
 rollouts, which ran on an H100 under reduce-overhead, pass.
 """
+import importlib
 import sys
 import warnings
 
@@ -17,13 +18,14 @@ from old_code import old_module
 
 from perflab.kit.compiles import reset
 from perflab.kit.cudagraphs import CUDAGRAPH_MODES, check_lifetimes, tracked, uses_cudagraphs
-from perflab.prover.data import family_kg
-from perflab.prover.engine import UnificationEngine
-from perflab.prover.links.ranking import corruptions
+from perflab.prover.core.data import family_kg
+from perflab.prover.core.engine import UnificationEngine
+from perflab.prover.core.policy import PolicyConfig, make_policy
+from perflab.prover.core.ranking import corruptions
+from perflab.prover.core.step import GreedyStep
+from perflab.prover.early_exit.baseline import rollout
+from perflab.prover.early_exit.study import impls
 from perflab.prover.links.search import BeamSearch
-from perflab.prover.policy import PolicyConfig, make_policy
-from perflab.prover.rollout import STRATEGIES, rollout
-from perflab.prover.step import GreedyStep
 
 FREED = "accessing tensor output of CUDAGraphs that has been overwritten"
 SMALL = PolicyConfig(embed_dim=16, hidden=32, n_blocks=1)
@@ -106,8 +108,16 @@ def _search(module, engine, policy, mode):
     return module.BeamSearch(engine, policy, width=4, depth=2, compile=mode, backend="eager")
 
 
-def test_b62ef7a_search_fails_under_the_check(family):
+def old_prover_names(monkeypatch):
+    """Old prover modules import their neighbours by their names then (`.kg`, `.step`, `.rollout`): today's modules
+    of perflab.prover.core under those names."""
+    for name in ("kg", "step", "rollout"):
+        monkeypatch.setitem(sys.modules, f"perflab.prover.{name}", importlib.import_module(f"perflab.prover.core.{name}"))
+
+
+def test_b62ef7a_search_fails_under_the_check(family, monkeypatch):
     _, engine, policy, cands = family
+    old_prover_names(monkeypatch)
     old = old_module("b62ef7a", "src/perflab/prover/search.py", "perflab.prover")   # before prover/links/
     with check_lifetimes():
         reset()                                                 # as 03's time_variants leaves it (N1)
@@ -135,7 +145,8 @@ def test_the_search_passes_under_the_check_and_equals_the_eager_search(family, m
 
 def test_link_prediction_passes_under_the_check():
     from perflab.prover.links.embeddings import EmbeddingConfig
-    from perflab.prover.links.predict import LinkConfig, evaluate_link_prediction
+    from perflab.prover.links.params import LinkConfig
+    from perflab.prover.links.predict import evaluate_link_prediction
 
     kg = family_kg(n_families=2, seed=1)
     engine = UnificationEngine(kg, max_derived=8)
@@ -156,12 +167,12 @@ def test_every_rollout_strategy_passes_under_the_check(family, mode="reduce-over
     _, engine, policy, cands = family
     eager = GreedyStep(engine, policy, max_depth=5)
     with torch.inference_mode():
-        want = rollout(eager, cands, 16, "full")
+        want = rollout(eager, cands, 16)
     with check_lifetimes() as check:
         reset()
         step = GreedyStep(engine, policy, max_depth=5, compile=mode, backend="eager")
         with torch.inference_mode():
-            got = {s: rollout(step, cands, 16, s, min_bucket=4) for s in STRATEGIES}
+            got = {s: fn(step, cands, 16) for s, fn in impls(min_bucket=4).items()}
             one = step(*step.init(cands[:16]))                  # the step as a function (compact, memory model)
             two = step(*one)
         assert check.calls > 0
@@ -177,6 +188,7 @@ def test_1a70d9c_rollouts_that_ran_on_an_h100_pass_under_the_check(family, monke
     # the check must not refuse them. Loaded as they were, compiled with the eager backend, with the flag the
     # H100 set (engine.device.type == "cuda" there).
     _, engine, policy, cands = family
+    old_prover_names(monkeypatch)
     old_step = old_module("1a70d9c", "src/perflab/prover/step.py", "perflab.prover")
     old_step.compile_fn = lambda fn, mode: _compiled(fn) if mode != "off" else fn
     monkeypatch.setitem(sys.modules, "perflab.prover.step", old_step)

@@ -7,6 +7,9 @@ each micro-batch was 6 blocking copies. `count_host_syncs` now counts a move of 
 on every device, the CPU included, blocking unless it is non-blocking from pinned memory. The tests below run
 7e47ac6's own check functions (read from git) under today's counter on a CPU: they fail; head's pass.
 """
+import importlib
+import sys
+import types
 
 import pytest
 import torch
@@ -65,9 +68,9 @@ def test_default_device_is_the_run_default():
 
 @pytest.fixture(scope="module")
 def prover():
-    from perflab.prover.data import family_kg
-    from perflab.prover.engine import UnificationEngine
-    from perflab.prover.policy import PolicyConfig, make_policy
+    from perflab.prover.core.data import family_kg
+    from perflab.prover.core.engine import UnificationEngine
+    from perflab.prover.core.policy import PolicyConfig, make_policy
 
     kg = family_kg(n_families=2, seed=2)
     engine = UnificationEngine(kg, max_derived=12)
@@ -75,9 +78,22 @@ def prover():
     return kg, engine, policy, kg.queries["test"][:8]
 
 
-def test_03_step_syncs_of_7e47ac6_fail_and_heads_pass(prover):
-    from perflab.prover import checks
+def old_prover_names(monkeypatch):
+    """7e47ac6's prover modules import their neighbours by their names then (`.data`, `.rollout`, ...): today's
+    modules of perflab.prover.core and .evaluation under those names (the rollout with the strategy names it had)."""
+    for old, new in {"data": "core.data", "engine": "core.engine", "policy": "core.policy", "step": "core.step",
+                     "reference": "core.reference", "evaluate": "evaluation.evaluate"}.items():
+        monkeypatch.setitem(sys.modules, f"perflab.prover.{old}", importlib.import_module(f"perflab.prover.{new}"))
+    rollout = types.ModuleType("perflab.prover.rollout")
+    rollout.__dict__.update(vars(importlib.import_module("perflab.prover.core.rollout")))
+    rollout.STRATEGIES = tuple(importlib.import_module("perflab.prover.early_exit.study").IMPLS)
+    monkeypatch.setitem(sys.modules, "perflab.prover.rollout", rollout)
 
+
+def test_03_step_syncs_of_7e47ac6_fail_and_heads_pass(prover, monkeypatch):
+    from perflab.prover.evaluation import checks
+
+    old_prover_names(monkeypatch)
     old = old_module(OLD, "src/perflab/prover/checks.py", "perflab.prover")
     before = old.step_syncs(*prover, max_depth=4)
     assert before["syncs"] == 2 and before["by_op"] == {"to(device) from host": 2}, before  # states, nv

@@ -7,7 +7,7 @@ import torch
 
 from perflab.kit.notebook import setup
 from perflab.kit.params import ParameterError, validate
-from perflab.prover.params import EvalParams
+from perflab.prover.evaluation.params import EvalParams
 from perflab.runner.cli import main
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -42,7 +42,7 @@ def test_sweep_refuses_a_bad_point_before_submitting(tmp_path, capsys):
 def test_list_shows_choices_and_accepts_the_defaults(capsys):
     assert main(["list", "03"]) == 0
     out = capsys.readouterr().out
-    assert "mode: 'head' | 'tail' | 'both' = 'both'" in out and "perflab.prover.params.EvalParams" in out
+    assert "mode: 'head' | 'tail' | 'both' = 'both'" in out and "perflab.prover.evaluation.params.EvalParams" in out
 
 
 def test_setup_validates_sets_threads_then_opens_the_run(tmp_path, capsys):

@@ -159,3 +159,38 @@ def test_the_top_level_is_the_map_and_the_layers():
     top = sorted(p.name for p in (SRC / "perflab").iterdir() if not p.name.startswith(("_", ".")) or
                  p.name == "__init__.py")
     assert top == ["__init__.py", "kit", "latentwire", "probe1d", "prover", "runner", "template", "vae"], top
+
+
+def test_the_prover_is_one_engine_library_and_rooms_that_import_it_downward():
+    """perflab.prover: core (the engine library) imports no room; a room imports core, the kit and at most rooms that
+    do not import it back (the rooms' graph has no circle); no room imports another's private name."""
+    graph = import_graph()
+    rooms = {p.name for p in (SRC / "perflab" / "prover").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert "core" in rooms and len(rooms) >= 3, rooms
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["perflab", "prover"] and parts[2] in rooms else None
+
+    up = {m: sorted(t for t in ts if room(t) not in (None, "core")) for m, ts in graph.items() if room(m) == "core"}
+    up = {m: ts for m, ts in up.items() if ts}
+    assert not up, f"the engine library imports a room: {up}"
+    between = {r: set() for r in rooms - {"core"}}
+    for m, ts in graph.items():
+        if room(m) in between:
+            between[room(m)] |= {room(t) for t in ts if room(t) not in (None, "core", room(m))}
+    circles = cycles(between)
+    assert not circles, f"rooms that import each other: {circles} ({between})"
+    assert not [m for m in graph if m.startswith("perflab.prover.") and room(m) is None and m != "perflab.prover"], \
+        "a prover module outside core and the rooms"
+    private = []
+    for path in sorted((SRC / "perflab" / "prover").rglob("*.py")):
+        name = _module_name(path, SRC)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                if room(target) != room(name):
+                    private += [f"{name}: {target}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not private, f"private names imported across rooms: {private}"

@@ -13,9 +13,9 @@ CUDA = torch.device("cuda")
 
 @pytest.fixture(scope="module")
 def prover_cuda():
-    from perflab.prover.data import family_kg
-    from perflab.prover.engine import UnificationEngine
-    from perflab.prover.policy import PolicyConfig, make_policy
+    from perflab.prover.core.data import family_kg
+    from perflab.prover.core.engine import UnificationEngine
+    from perflab.prover.core.policy import PolicyConfig, make_policy
 
     kg = family_kg(n_families=2, seed=2)
     engine = UnificationEngine(kg, max_derived=12, device=CUDA)
@@ -25,13 +25,13 @@ def prover_cuda():
 
 def test_cuda_03_correctness_checks_pass(prover_cuda):
     # 7e47ac6: the inputs' copies inside the counted block made "no host sync" fail here (review finding 1)
-    from perflab.prover.checks import correctness_03
+    from perflab.prover.evaluation.checks import correctness_03
 
     kg, engine, policy = prover_cuda
     checks, info = correctness_03(kg, engine, policy, kg.queries["test"][:8], max_depth=4)
     assert all(c.passed for c in checks), (checks, info["syncs"])
     assert info["syncs"]["syncs"] == 0 and info["syncs"]["host_operands"] == 0
-    from perflab.prover.checks import search_checks
+    from perflab.prover.links.checks import search_checks
 
     checks, info = search_checks(kg, engine, policy, kg.queries["test"][:2], width=16, depth=2, batch=64)
     assert all(c.passed for c in checks), (checks, info)
@@ -60,10 +60,10 @@ def test_cuda_03_search_under_cuda_graphs(prover_cuda):
 
 def test_cuda_03_step_profile(prover_cuda):
     # 7e47ac6: key_averages() events have no self_cuda_time_total: AttributeError (review finding 3)
-    from perflab.prover.batching import cache_bytes
-    from perflab.prover.links.ranking import corruptions
-    from perflab.prover.profiles import step_profile
-    from perflab.prover.step import GreedyStep
+    from perflab.prover.core.batching import cache_bytes
+    from perflab.prover.core.ranking import corruptions
+    from perflab.prover.core.step import GreedyStep
+    from perflab.prover.evaluation.profiles import step_profile
 
     kg, engine, policy = prover_cuda
     cands = corruptions(kg, kg.queries["test"][:2], 3, "both", seed=0).flat().to(CUDA)     # 8 candidates
@@ -75,10 +75,10 @@ def test_cuda_03_step_profile(prover_cuda):
 
 def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
     # gpu-review T4: a replay allocates nothing, so 1a70d9c's sweep read 0.0-1.3 MiB against 12-388 MiB predicted
-    from perflab.prover.batching import step_bytes
-    from perflab.prover.links.ranking import corruptions
-    from perflab.prover.step import GreedyStep
-    from perflab.prover.study import batch_sweep
+    from perflab.prover.core.batching import step_bytes
+    from perflab.prover.core.ranking import corruptions
+    from perflab.prover.core.step import GreedyStep
+    from perflab.prover.evaluation.study import batch_sweep
 
     kg, engine, policy = prover_cuda
     cands = corruptions(kg, kg.queries["test"][:4], 7, "both", seed=0).flat().to(CUDA)
@@ -95,9 +95,9 @@ def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
 
 def test_cuda_03_out_of_memory_halves_the_batch(prover_cuda):
     # the allocator's cache is emptied before the smaller try (prover/optimized.py's CUDA branch)
-    from perflab.prover import baseline, optimized
-    from perflab.prover.links.ranking import corruptions
-    from perflab.prover.step import GreedyStep
+    from perflab.prover.core.ranking import corruptions
+    from perflab.prover.core.step import GreedyStep
+    from perflab.prover.evaluation import baseline, optimized
 
     kg, engine, policy = prover_cuda
     cands = corruptions(kg, kg.queries["test"][:3], 5, "both", seed=0).flat().to(CUDA)      # 18 candidates

@@ -3,15 +3,16 @@ import pytest
 import torch
 
 from perflab.kit.compiles import count_compiles, reset
-from perflab.prover import baseline, optimized
-from perflab.prover.batching import MemoryModel, choose_batch, measure_memory_model
-from perflab.prover.data import family_kg
-from perflab.prover.engine import UnificationEngine
-from perflab.prover.evaluate import evaluate_with_corruptions
-from perflab.prover.links.ranking import CandidateSet, corruptions, metrics, ranks
-from perflab.prover.policy import PolicyConfig, make_policy, train_policy
-from perflab.prover.rollout import rollout_full
-from perflab.prover.step import GreedyStep
+from perflab.prover.core.batching import MemoryModel, choose_batch, measure_memory_model
+from perflab.prover.core.data import family_kg
+from perflab.prover.core.engine import UnificationEngine
+from perflab.prover.core.policy import PolicyConfig, make_policy, train_policy
+from perflab.prover.core.ranking import CandidateSet, corruptions, metrics, ranks
+from perflab.prover.core.rollout import rollout_full
+from perflab.prover.core.step import GreedyStep
+from perflab.prover.evaluation import baseline, optimized
+from perflab.prover.evaluation.evaluate import evaluate_with_corruptions
+from perflab.prover.evaluation.study import IMPLS
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_corruptions_are_filtered_unique_and_split(setup):
 
 
 def test_too_few_entities_are_masked_and_bad_mode_refused():
-    from perflab.prover.kg import KnowledgeGraph
+    from perflab.prover.core.kg import KnowledgeGraph
 
     kg = KnowledgeGraph.from_text("p(a,b).\np(b,c).\n")
     cs = corruptions(kg, kg.facts[:1], 5, "tail", seed=0)    # p(a, ?): only a and c are left, minus p(a,b)
@@ -78,8 +79,8 @@ def test_ranks_do_not_depend_on_chunking_or_padding(setup):
     kg, engine, policy = setup
     q = kg.queries["test"][:12]
     cs = corruptions(kg, q, 10, "both", seed=0)
-    runs = [evaluate_with_corruptions(kg, engine, policy, q, batch=b, pad_tail=pad, max_depth=8, candidates=cs)
-            for b, pad in [(len(cs), True), (48, True), (48, False), (23, True)]]
+    runs = [evaluate_with_corruptions(kg, engine, policy, q, batch=b, score=IMPLS[v], max_depth=8, candidates=cs)
+            for b, v in [(len(cs), "optimized"), (48, "optimized"), (48, "baseline"), (23, "optimized")]]
     first = runs[0]
     assert first.proven.any() and not first.proven.all()             # a test that can tell outcomes apart
     for r in runs[1:]:
@@ -182,7 +183,7 @@ def test_trainer_improves_and_policy_masks(setup):
 @pytest.mark.gpu
 def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
     from perflab.kit.syncs import count_host_syncs
-    from perflab.prover.rollout import rollout
+    from perflab.prover.early_exit.study import IMPLS as ROLLOUTS
 
     kg = setup[0]
     engine = UnificationEngine(kg, max_derived=12, device="cuda")
@@ -197,7 +198,6 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
     reset()
     from torch._dynamo.utils import counters
 
-    from perflab.prover.rollout import STRATEGIES
 
     skips0 = counters["inductor"]["cudagraph_skips"]
     graphs = GreedyStep(engine, policy, max_depth=6, compile="reduce-overhead")
@@ -205,17 +205,17 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
         want = optimized.score_candidates(eager, cands, 16)
         with count_compiles() as warm:
             got = optimized.score_candidates(graphs, cands, 16)              # compiles, records the graph
-            first = {s: rollout(graphs, cands, 16, s) for s in STRATEGIES}
+            first = {s: fn(graphs, cands, 16) for s, fn in ROLLOUTS.items()}
         with count_compiles() as cc:
             tail = optimized.score_candidates(graphs, cands[:37], 16)        # a tail of 5: padded, no recompile
-            again = {s: rollout(graphs, cands, 16, s) for s in STRATEGIES}   # same buffers, same graphs
+            again = {s: fn(graphs, cands, 16) for s, fn in ROLLOUTS.items()}   # same buffers, same graphs
     assert (cc.graphs, cc.recompiles) == (0, 0), cc.as_dict()
     # slots kept in static buffers and written in place: CUDA graphs recorded, none skipped for mutation
     assert warm.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, warm.as_dict()
     # another kernel choice per device and mode: allow float32 rounding, outcomes must be equal
     torch.testing.assert_close(got.score.cpu(), want.score.cpu(), rtol=1e-4, atol=1e-4)
     assert torch.equal(got.proven.cpu(), want.proven.cpu())
-    for s in STRATEGIES:
+    for s in ROLLOUTS:
         assert torch.equal(again[s].steps.cpu(), want.steps.cpu()) and torch.equal(first[s].proven.cpu(), want.proven.cpu()), s
         torch.testing.assert_close(again[s].score.cpu(), want.score.cpu(), rtol=1e-4, atol=1e-4, msg=s)
     torch.testing.assert_close(tail.score.cpu(), want.score[:37].cpu(), rtol=1e-4, atol=1e-4)
@@ -225,7 +225,7 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
 def test_the_sweep_measures_peak_memory_on_the_eager_step_where_replays_would_allocate_nothing():
     # gpu-review T4: under CUDA graphs a replay allocates nothing; the sweep then probes an eager twin. The CUDA-graph
     # flag is forced here so that a CPU runs the branch (its GPU test compares the peak with the memory model)
-    from perflab.prover.study import batch_sweep
+    from perflab.prover.evaluation.study import batch_sweep
 
     kg = family_kg(n_families=2, seed=2)
     engine = UnificationEngine(kg, max_derived=12)

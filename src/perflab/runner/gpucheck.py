@@ -55,7 +55,7 @@ QUICK_GPU_TESTS = (
     "tests/gpu/test_cuda_paths.py::test_cuda_memory_peak_and_free",
     "tests/gpu/test_cuda_paths.py::test_cuda_sizes_of_the_floors",
     "tests/kit/test_launches.py::test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",
-    "tests/prover/test_prover_mining.py::test_sparse_counts_on_cuda_equal_cpu",
+    "tests/prover/test_prover_core_mining.py::test_sparse_counts_on_cuda_equal_cpu",
     "tests/vae/test_vae_captured.py::test_cuda_one_replay_per_step_same_math_no_sync[off]",
     "tests/vae/test_vae_remap.py::test_presence_remap_on_cuda_is_sync_free_and_correct",
     "tests/vae/test_vae_train.py::test_optimized_step_on_cuda_has_no_sync_warnings",

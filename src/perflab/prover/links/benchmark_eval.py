@@ -33,10 +33,9 @@ import dataclasses
 
 import torch
 
-from ..evaluate import EvalResult, evaluate_with_corruptions
-from ..reference import prove_exhaustive
-from ..step import GreedyStep
-from .ranking import CandidateSet, metrics, ranks
+from ..core.ranking import CandidateSet, metrics, ranks
+from ..core.step import GreedyStep
+from ..evaluation.evaluate import EvalResult, evaluate_with_corruptions
 
 SIDES = ("head", "tail")
 
@@ -108,7 +107,7 @@ def rules_only(kg, rules, queries: torch.Tensor, tie_break: str = "mean", seed: 
     """Metrics of the same filtered ranking when a candidate's score is the highest confidence of a mined rule
     that proves it in one application (mining.rule_confidence; 0 when none does): what the rules alone rank,
     with no prover and no policy. {"metrics", "optimistic", "pessimistic"}."""
-    from .mining import rule_confidence
+    from ..core.mining import rule_confidence
 
     out = {b: [] for b in ("mean", "optimistic", "pessimistic")}
     for side in SIDES:
@@ -117,14 +116,6 @@ def rules_only(kg, rules, queries: torch.Tensor, tie_break: str = "mean", seed: 
         for b in out:
             out[b].append(ranks(scores, cs, tie_break if b == "mean" else b))
     return {("metrics" if b == "mean" else b): metrics(torch.cat(v)) for b, v in out.items()}
-
-
-def engine_coverage(engine, queries: torch.Tensor, max_depth: int = 2, chunk: int = 64) -> torch.Tensor:
-    """[Q] bool: a proof of the query exists within max_depth steps through the engine's successors (its
-    limits included: fact window K, successor list S, atoms A). The ceiling for any policy at that depth.
-    Breadth-first (reference.prove_exhaustive), `chunk` queries at a time to bound the frontier's memory."""
-    return torch.cat([prove_exhaustive(engine, queries[i:i + chunk], max_depth) > 0
-                      for i in range(0, len(queries), chunk)] or [torch.zeros(0, dtype=torch.bool)])
 
 
 # ---- published results ------------------------------------------------------------------------

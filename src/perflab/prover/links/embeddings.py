@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..kg import FIRST_PRED, KnowledgeGraph
+from ..core.kg import FIRST_PRED, KnowledgeGraph
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,51 +23,20 @@ import time
 import torch
 
 from ...kit.env import synchronize
-from .. import optimized
-from ..rollout import rollout
-from ..step import GreedyStep
+from ..core.datasets import test_queries
+from ..core.ranking import CandidateSet, metrics, ranks, ties_with
+from ..core.rollout import recycle
+from ..core.step import GreedyStep
 from . import combine
-from .benchmark_eval import SIDES, engine_coverage, filtered_candidates, rules_only
-from .embeddings import EmbeddingConfig, EmbeddingLog, train_complex
-from .ranking import CandidateSet, metrics, ranks, ties_with
+from .benchmark_eval import SIDES, filtered_candidates, rules_only
+from .embeddings import EmbeddingLog, train_complex
+from .params import LinkConfig
+from .reference import engine_coverage
 from .search import BeamSearch
+from .study import IMPLS
 
 TIE_RULES = {"realistic": "mean", "optimistic": "optimistic", "pessimistic": "pessimistic"}
 FAIL_SCORE = -100.0
-
-
-@dataclasses.dataclass(frozen=True)
-class LinkConfig:
-    n_queries: int = 24            # test triples ranked; 0: the whole test split
-    n_fit: int = 24                # valid triples the combination is fitted on (both sides, all corruptions)
-    batch: int = 512               # rows per search step
-    beam: int = 16                 # proofs kept per candidate per step
-    search_depth: int = 2          # steps of the search
-    max_depth: int = 20            # the greedy loop's, for the comparison
-    compile: str = "off"
-    backend: str = "inductor"
-    emb: EmbeddingConfig = EmbeddingConfig()
-    seed: int = 0
-    n_cost: int = 8                # test triples whose candidates time the search against the greedy loop
-    greedy_batch: int = 0          # slots of the greedy loop (coverage, cost comparison); 0: batch
-
-    @classmethod
-    def of(cls, cfg, batch: int) -> LinkConfig:
-        """From a notebook's EvalParams and the run's resolved batch: the greedy loop's, and the search's unless
-        search_batch is set (the GPU preset's 65,536 search rows would pad a greedy loop over a few thousand
-        candidates 16-39 times: each way runs at its own batch)."""
-        return cls(cfg.n_queries, cfg.n_fit, cfg.search_batch or batch, cfg.beam, cfg.search_depth, cfg.max_depth, cfg.compile,
-                   cfg.backend, EmbeddingConfig(rank=cfg.emb_rank, epochs=cfg.emb_epochs), cfg.seed, greedy_batch=batch)
-
-    @property
-    def greedy_slots(self) -> int:
-        return self.greedy_batch or self.batch
-
-
-def test_queries(kg, n: int) -> torch.Tensor:
-    """The first n test triples; n = 0: the whole split."""
-    q = kg.queries["test"]
-    return q if n == 0 else q[:n]
 
 
 # ---- features of one split -------------------------------------------------------------------
@@ -210,7 +179,7 @@ def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) ->
     t = time.perf_counter()
     model, emb_log = train_complex(kg, cfg.emb, cfg.seed, engine.device)
     secs["embedding training"] = time.perf_counter() - t
-    search = BeamSearch(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
+    search = IMPLS["optimized"](engine, policy, cfg).search
     test = test_queries(kg, cfg.n_queries)
     t = time.perf_counter()
     search.score(filtered_candidates(kg, test[:1], "tail").flat().to(engine.device), cfg.batch)  # compiles here
@@ -232,7 +201,7 @@ def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) ->
     t = time.perf_counter()
     alone = rules_only(kg, rules, test, seed=cfg.seed) if rules is not None else None
     if rules is not None:
-        from .mining import rule_coverage
+        from ..core.mining import rule_coverage
         coverage["rules cover"] = float(rule_coverage(kg, rules, test).float().mean())
     secs["rules alone"] = time.perf_counter() - t
     return LinkPrediction(results, comb, len(valid), len(test), len(kg.queries["test"]), scored.candidates,
@@ -245,7 +214,7 @@ def _coverage(scored: Scored, engine, policy, test: torch.Tensor, cfg: LinkConfi
     positives = torch.cat([s.proven[:, 0] for s in scored.sides.values()])      # each positive twice: once per side
     step = GreedyStep(engine, policy, cfg.max_depth)
     with torch.inference_mode():
-        greedy = rollout(step, test.to(engine.device), cfg.greedy_slots, "recycle").proven.cpu()
+        greedy = recycle(step, test.to(engine.device), cfg.greedy_slots).proven.cpu()
     ceiling = engine_coverage(engine, test.to(engine.device), cfg.search_depth).cpu()
     return {"search proves": float(positives.float().mean()), "greedy proves": float(greedy.float().mean()),
             f"engine proves (depth {cfg.search_depth})": float(ceiling.float().mean())}
@@ -256,10 +225,10 @@ def cost_per_candidate(kg, engine, policy, search: BeamSearch, queries: torch.Te
     recycle) on both sides' candidates of `queries`, each warm (one untimed run first), each at its own batch
     (`cfg.batch` rows per search step, `cfg.greedy_slots` greedy slots), which each entry names."""
     cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
-    step = GreedyStep(engine, policy, cfg.max_depth, cfg.compile, cfg.backend)
-    B = cfg.greedy_slots
-    runs = {"greedy (full)": (B, lambda: optimized.score_candidates(step, cands, B)),
-            "greedy (recycle)": (B, lambda: rollout(step, cands, B, "recycle")),
+    greedy = IMPLS["baseline"](engine, policy, cfg)     # a step of its own, at cfg.greedy_slots
+    B = greedy.batch
+    runs = {"greedy (full)": (B, lambda: greedy.score(cands)),
+            "greedy (recycle)": (B, lambda: recycle(greedy.step, cands, B)),
             "search": (cfg.batch, lambda: search.score(cands, cfg.batch))}
     out = {}
     with torch.inference_mode():

@@ -32,9 +32,9 @@ import time
 import torch
 
 from ...kit.env import synchronize
-from ..kg import FIRST_PRED, TRUE
-from ..rollout import check_batch, pad_to
-from ..step import GreedyStep
+from ..core.kg import FIRST_PRED, TRUE
+from ..core.rollout import check_batch, pad_to
+from ..core.step import GreedyStep
 
 NEG_INF = float("-inf")
 
@@ -96,7 +96,7 @@ class BeamSearch:
         new_nv = d.next_var.reshape(B, W * S)[rows, idx]
         return new_states, new_nv, top, child_w.gather(1, idx), best, best_w, best_d, t + 1
 
-    def _chunk(self, queries: torch.Tensor):
+    def chunk(self, queries: torch.Tensor):
         """The search of one chunk of queries [B, 3] -> (best [B], best_w [B], best_d [B])."""
         B, dev = queries.shape[0], queries.device
         states, nv = self.engine.initial(queries)
@@ -128,7 +128,7 @@ class BeamSearch:
             best_d = torch.empty(N, dtype=torch.long, device=dev)
             for start in range(0, N, per_chunk):
                 chunk = candidates[start:start + per_chunk]
-                for dst, src in zip((best, best_w, best_d), self._chunk(pad_to(chunk, per_chunk))):
+                for dst, src in zip((best, best_w, best_d), self.chunk(pad_to(chunk, per_chunk))):
                     dst[start:start + len(chunk)] = src[: len(chunk)]
         synchronize(dev)  # the chunks run asynchronously on a GPU: their time ends when they do
         seconds = time.perf_counter() - t0

@@ -1,0 +1,11 @@
+"""Study 4, per-query early exit (notebooks/04_early_exit): stop paying for finished proofs.
+
+    params      EarlyExitParams: the notebook's parameters
+    reference   the oracle: the seed's loop's proofs (and the ladder's designed lengths)
+    baseline    rollout: the seed's loop (core.rollout.full)
+    optimized   rollout: recycled slots fed from a device queue (core.rollout.recycle)
+    checks      every version gives every candidate the same proof
+    claims      EARLY_EXIT_CLAIMS and what judges each
+    study       the workloads and measurements; IMPLS names the five versions (masked, compact, bucketed between)
+    profiles    launches and host reads per step of each version
+"""

@@ -1,0 +1,13 @@
+"""Study 3, a batched and compiled prover evaluation (notebooks/03_eval): padding vs recompiles, batch size, where
+a step's time goes, the memory model.
+
+    params      EvalParams: the notebook's parameters (link prediction's fields included: `links.params`)
+    reference   the oracle: core's reference prover, re-exported
+    baseline    score_candidates: the seed's loop, each chunk at its own size
+    optimized   score_candidates: every chunk padded to the batch, out-of-memory halving
+    evaluate    evaluate_with_corruptions: candidates scored by a version, ranked
+    checks      the engine, provability, a sync-free step, ranks across batch sizes
+    claims      EVAL_CLAIMS and what judges each
+    study       the measurements the notebook calls; IMPLS names the versions
+    profiles    where a step's time goes
+"""

@@ -1,0 +1,177 @@
+"""The measurements behind notebooks/03_eval's batched evaluation, as functions (the notebook calls and plots them):
+`recompiles_by_tail`, `batch_sweep`, `floor_share`, `eval_variants`, `variant_fn`, `time_variants`, and `bfs_depth`.
+Where a step's time goes: `profiles.py`. The timed decisions on the claims (paired rounds): `claims.py`.
+
+IMPLS names the versions, baseline first: the seed's loop, each chunk at its own size (a new shape, a recompile, for
+every new tail), and the fixed one, every chunk padded to the batch. Both score candidates [N, 3] with a GreedyStep.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+
+from ...kit.bench import measure
+from ...kit.compiles import count_compiles, reset
+from ...kit.env import synchronize
+from ...kit.memory import peak_memory
+from ...kit.verdicts import CONFIDENCE, Measured
+from ..core.batching import step_bytes
+from ..core.datasets import graph_label, knowledge_graph, test_queries  # noqa: F401 (the notebook's names for them)
+from ..core.measuring import measurement
+from ..core.rollout import fill, rollout_full
+from ..core.step import GreedyStep
+from . import baseline, optimized
+from .evaluate import evaluate_with_corruptions
+
+IMPLS = {"baseline": baseline.score_candidates, "optimized": optimized.score_candidates}  # baseline first
+
+
+def bfs_depth(kg: str, max_depth: int) -> int:
+    """Depth of the exhaustive provability check: max_depth on the family graph; at most 3 elsewhere (real
+    graphs branch too much: Nations' frontier passes 200,000 states at depth 6)."""
+    return max_depth if kg == "family" else min(max_depth, 3)
+
+
+# ---- 03: recompiles, batch size, where a step's time goes, the evaluation run -------------------
+
+def recompiles_by_tail(engine, policy, candidates: torch.Tensor, batch_sizes, tail_sizes, compile: str, backend: str,
+                       max_depth: int = 3) -> list[dict]:
+    """For padded and unpadded chunking: warm up at each batch size, then evaluate len = batch + tail
+    candidates for each tail size and count the graphs compiled after the warm-up (and their seconds)."""
+    rows = []
+    for padded, fn in ((True, IMPLS["optimized"]), (False, IMPLS["baseline"])):   # the padded version first
+        for b in batch_sizes:
+            reset()  # a fresh cache per case: shapes seen in another case would hide recompiles
+            step = GreedyStep(engine, policy, max_depth, compile=compile, backend=backend)
+            with torch.inference_mode(), count_compiles() as warm:
+                t0 = time.perf_counter()
+                fn(step, candidates[:b], b)
+                warm_s = time.perf_counter() - t0
+            for tail in tail_sizes:
+                with torch.inference_mode(), count_compiles() as cc:
+                    t0 = time.perf_counter()
+                    fn(step, candidates[:b + tail], b)
+                    sec = time.perf_counter() - t0
+                rows.append(dict(padding=padded, batch=b, tail=tail, warmup_graphs=warm.graphs, graphs=cc.graphs,
+                                 recompiles=cc.recompiles, cudagraph_recordings=cc.cudagraph_recordings,
+                                 seconds=sec, warmup_seconds=warm_s))
+    reset()
+    return rows
+
+
+@dataclasses.dataclass
+class SweepPoint:
+    batch: int
+    measurement: object        # perflab.kit.bench Measurement of one chunk's rollout (warm): the sweep's rounds at this size
+    steps: int                 # steps the chunk ran (its slowest candidate)
+    first_call_s: float        # the first rollout at this size (compiles included when compiled)
+    peak_bytes: int            # peak memory over entry during one rollout (of the eager step under CUDA graphs)
+    peak_method: str
+    rounds: tuple = ()         # seconds of the chunk in each of the sweep's rounds, in order (paired across sizes)
+
+    @property
+    def ms_per_candidate(self) -> float:
+        return 1e3 * self.measurement.median / self.batch
+
+    @property
+    def us_per_candidate_step(self) -> float:
+        return 1e6 * self.measurement.median / (self.batch * self.steps)
+
+
+SWEEP_ROUNDS = 20   # at least: 99% intervals of the worst of up to ~1,000 size pairs stay bounded (claims.py)
+
+
+def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, rounds_time: float,
+                min_rounds: int = SWEEP_ROUNDS) -> list[SweepPoint]:
+    """One chunk of B candidates (the evaluation's, repeated to fill B) per batch size: the first call (compiles
+    included when compiled), steps run and peak memory; then warm calls in interleaved rounds, each round one chunk
+    at every size (the order reversed every other round), until `min_rounds` rounds and `rounds_time` seconds are
+    done. The rounds are paired: a shared machine's drift hits every size of a round alike, so the ratio of two
+    sizes is taken round by round (`claims.sweep_claims`); each size's rounds are also its Measurement (tables)."""
+    sizes = list(dict.fromkeys(batch_sizes))
+    dev = step.engine.device
+    # a CUDA-graph replay allocates nothing (its memory is the pool recorded with the graph): the peak of a chunk is
+    # measured on the eager step of the same engine and policy, which allocates what one step needs (T4)
+    probe = GreedyStep(step.engine, step.policy, step.max_depth, compile="off") if step.cudagraphs else step
+    chunks, first, runs, mems = {}, {}, {}, {}
+    with torch.inference_mode():
+        for b in sizes:
+            chunks[b] = fill(candidates, b)
+            t0 = time.perf_counter()
+            runs[b] = rollout_full(step, chunks[b])
+            first[b] = time.perf_counter() - t0
+            with peak_memory(dev) as mems[b]:
+                rollout_full(probe, chunks[b])
+        times: dict[int, list] = {b: [] for b in sizes}
+        started = time.perf_counter()
+        while len(times[sizes[0]]) < min_rounds or time.perf_counter() - started < rounds_time:
+            for b in sizes if len(times[sizes[0]]) % 2 == 0 else sizes[::-1]:
+                synchronize(dev)
+                t0 = time.perf_counter()
+                rollout_full(step, chunks[b])
+                synchronize(dev)
+                times[b].append(time.perf_counter() - t0)
+    return [SweepPoint(b, measurement(times[b], label="rollout of one chunk", sub_label=f"B={b}",
+                                       description=f"{step.mode}/{step.backend}", stmt="rollout_full(...)", device=dev),
+                       runs[b].steps_executed, first[b], mems[b].delta_bytes,
+                       mems[b].method + (" (eager step)" if probe is not step else ""), tuple(times[b]))
+            for b in sizes]
+
+
+def floor_share(points, engine, policy, bandwidth: float, bandwidth_m, confidence: float = CONFIDENCE):
+    """The floor (the step's predicted bytes over the copy bandwidth, us per candidate-step) over the best point of
+    the sweep: the median copy time over the median chunk time, scaled by the bytes each moves, with the ratio's
+    `confidence` interval (`Measured.ratio`: the copy's and the chunk's timings are independent sets).
+    -> (Measured share, floor_us, best point)."""
+    per_step = step_bytes(engine, policy, 1)
+    floor_us = 1e6 * per_step / bandwidth
+    best = min(points, key=lambda p: p.us_per_candidate_step)
+    copy_bytes = bandwidth * bandwidth_m.median            # bytes one timed copy moves (bench.memory_bandwidth)
+    share = Measured.ratio(bandwidth_m, best.measurement, confidence,
+                           scale=per_step * best.batch * best.steps / copy_bytes)
+    return share, floor_us, best
+
+
+def eval_variants(compile: str, backend: str) -> dict:
+    """The evaluation run, three ways (declared as data): name -> (compile, backend, version: a key of IMPLS)."""
+    out = {"no compile, unpadded": ("off", backend, "baseline")}
+    if compile != "off":
+        out[f"compile={compile} ({backend}), unpadded"] = (compile, backend, "baseline")
+        out[f"compile={compile} ({backend}), padded"] = (compile, backend, "optimized")
+    else:
+        out["no compile, padded"] = ("off", backend, "optimized")
+    return out
+
+
+def variant_fn(kg, engine, policy, queries, cs, batch: int, max_depth: int, spec: tuple):
+    """One evaluation of the candidates as a variant (`eval_variants`' (compile, backend, version)) runs it: a
+    callable on a step of its own (compiled on its first call)."""
+    compile, backend, version = spec
+    if version not in IMPLS:
+        raise ValueError(f"version {version!r} is not one of IMPLS: {', '.join(IMPLS)}")
+    st = GreedyStep(engine, policy, max_depth, compile=compile, backend=backend)
+
+    def fn():
+        return evaluate_with_corruptions(kg, engine, policy, queries, batch=batch, score=IMPLS[version],
+                                         max_depth=max_depth, candidates=cs, step=st)
+    return fn
+
+
+def time_variants(kg, engine, policy, queries, cs, batch: int, max_depth: int, variants: dict, *,
+                  min_run_time: float, max_run_time: float) -> dict:
+    """Each variant from a fresh compile cache: the first evaluation (cold: compiles included) and a warm
+    Measurement of the next ones. -> {name: dict(cold_s, m, ms_per_candidate)}."""
+    out = {}
+    for name, spec in variants.items():
+        reset()
+        fn = variant_fn(kg, engine, policy, queries, cs, batch, max_depth, spec)
+        t0 = time.perf_counter()
+        fn()
+        cold = time.perf_counter() - t0
+        m = measure(fn, label="03_eval run", sub_label=f"{len(cs)} candidates, B={batch}", description=name,
+                    min_run_time=min_run_time, max_run_time=max_run_time, warmup=0, device=engine.device)
+        out[name] = dict(cold_s=cold, m=m, ms_per_candidate=1e3 * m.median / len(cs))
+    reset()
+    return out

@@ -1,0 +1,68 @@
+"""Link prediction's correctness checks: the beam search against the breadth-first oracle (`reference.py`), a
+search chunk free of host syncs, and fitted ranks that do not depend on the search's batch, as named pass/fail
+results (`perflab.kit.claims.Check`, passed to `report_checks`). The details are counts."""
+from __future__ import annotations
+
+import torch
+
+from ...kit.claims import Check
+from ...kit.syncs import count_host_operands, count_host_syncs
+from ..core.engine import UnificationEngine
+from ..core.policy import make_policy
+from ..core.ranking import outside, rank_bounds
+from .benchmark_eval import SIDES, filtered_candidates
+from .predict import rank, score_split
+from .reference import prove_exhaustive
+from .search import BeamSearch
+
+
+def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: int, batch: int):
+    """The beam search against the breadth-first oracle (itself held to the reference prover by 03's checks), on
+    both sides' filtered corruptions of `queries`: every proof it finds exists within `depth` steps; with a
+    width no step can overflow (S, depth <= 2) it finds every proof within that depth; and its chunk makes
+    no host sync and takes no host tensor on a device (meta). -> (checks, info)."""
+    cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
+    found = BeamSearch(engine, policy, width, depth).score(cands, batch)
+    d_ex = min(depth, 2)
+    full = BeamSearch(engine, policy, engine.S, d_ex).score(cands, max(batch, engine.S))
+    bfs = torch.cat([prove_exhaustive(engine, cands[i:i + 256], depth).cpu() for i in range(0, len(cands), 256)])
+    sound = bool((~found.proven.cpu() | ((bfs > 0) & (bfs <= found.depth.cpu()))).all())
+    complete = torch.equal(full.proven.cpu(), (bfs > 0) & (bfs <= d_ex))
+    search = BeamSearch(engine, policy, width, depth)
+    chunk = cands[:4]  # already on the device: the counted block starts at the chunk
+    with torch.inference_mode(), count_host_syncs(engine.device) as syncs:
+        search.chunk(chunk)
+    meta = BeamSearch(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
+                      make_policy(kg, policy.cfg, device="meta"), width, depth)
+    with torch.inference_mode(), count_host_operands() as host:
+        meta.chunk(cands[:4].to("meta"))
+    n = len(cands)
+    n_unsound = int((found.proven.cpu() & ~((bfs > 0) & (bfs <= found.depth.cpu()))).sum())
+    n_diff = int((full.proven.cpu() != ((bfs > 0) & (bfs <= d_ex))).sum())
+    n_sync = syncs.total + syncs.cuda_debug_warnings
+    checks = [
+        Check(f"search (beam {width}, depth {depth}): each of its proofs exists within its depth (BFS, {n} "
+              "candidates)", sound, f"{n_unsound} of {int(found.proven.sum())} proofs not found by BFS (allowed 0)"),
+        Check(f"search (beam {engine.S}, depth {d_ex}) proves exactly what BFS proves within {d_ex} steps", complete,
+              f"{n_diff} of {n} candidates differ (allowed 0)"),
+        Check("a search chunk makes no host sync and takes no host tensor on a device (meta)",
+              n_sync == 0 and host.total == 0, f"{n_sync} syncs, {host.total} host tensors (allowed 0)"),
+    ]
+    return checks, {"candidates": n, "proved": int(found.proven.sum()), "bfs_proved": int((bfs > 0).sum()),
+                    "syncs": dict(syncs.by_op), "host_operands": dict(host.by_op)}
+
+
+def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> dict:
+    """`links.predict`'s fitted ranks of `queries` with the search run at several batch sizes (other chunkings
+    and paddings): equal under every tie rule, up to fitted scores within 1e-5 of each other (another number of
+    rows may round differently on a GPU: `ranking.rank_bounds`; on a CPU they are identical)."""
+    scored = [score_split(kg, queries, lp.search, lp.model, b, lp.config.seed) for b in sorted(set(batches))]
+    got = [rank(sc, lp.combination).ranks for sc in scored]
+    sides = scored[0].sides.values()   # [2Q] ranks: head sides then tail sides, as `rank` concatenates them
+    fitted = [lp.combination(s.feats).masked_fill(~s.cs.mask, float("-inf")) for s in sides]
+    atol = 1e-5 * float(lp.combination.weights.abs().sum())   # features within 1e-5 -> the weighted sum's spread
+    bounds = [torch.cat(b) for b in zip(*(rank_bounds(f, s.cs, atol=atol) for f, s in zip(fitted, sides)))]
+    off = sum(outside(g[r], bounds) for g in got for r in g)
+    n = sum(g[r].numel() for g in got for r in g)
+    return [Check(f"fitted ranks equal with the search at batch sizes {sorted(set(batches))} up to float rounding "
+                  "(3 tie rules)", off == 0, f"{off} of {n} ranks outside their tie bounds (allowed 0)")]

@@ -1,0 +1,36 @@
+"""Link prediction's parameters: `LinkConfig`, what `predict.evaluate_link_prediction` runs with, read from
+notebooks/03_eval's parameters (`evaluation.params.EvalParams`: beam, search_depth, search_batch, n_fit, emb_rank,
+emb_epochs are this room's) by `LinkConfig.of`."""
+from __future__ import annotations
+
+import dataclasses
+
+from .embeddings import EmbeddingConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkConfig:
+    n_queries: int = 24            # test triples ranked; 0: the whole test split
+    n_fit: int = 24                # valid triples the combination is fitted on (both sides, all corruptions)
+    batch: int = 512               # rows per search step
+    beam: int = 16                 # proofs kept per candidate per step
+    search_depth: int = 2          # steps of the search
+    max_depth: int = 20            # the greedy loop's, for the comparison
+    compile: str = "off"
+    backend: str = "inductor"
+    emb: EmbeddingConfig = EmbeddingConfig()
+    seed: int = 0
+    n_cost: int = 8                # test triples whose candidates time the search against the greedy loop
+    greedy_batch: int = 0          # slots of the greedy loop (coverage, cost comparison); 0: batch
+
+    @classmethod
+    def of(cls, cfg, batch: int) -> LinkConfig:
+        """From a notebook's EvalParams and the run's resolved batch: the greedy loop's, and the search's unless
+        search_batch is set (the GPU preset's 65,536 search rows would pad a greedy loop over a few thousand
+        candidates 16-39 times: each way runs at its own batch)."""
+        return cls(cfg.n_queries, cfg.n_fit, cfg.search_batch or batch, cfg.beam, cfg.search_depth, cfg.max_depth, cfg.compile,
+                   cfg.backend, EmbeddingConfig(rank=cfg.emb_rank, epochs=cfg.emb_epochs), cfg.seed, greedy_batch=batch)
+
+    @property
+    def greedy_slots(self) -> int:
+        return self.greedy_batch or self.batch
