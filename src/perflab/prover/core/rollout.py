@@ -135,11 +135,10 @@ def _compact_body(step: GreedyStep, s: Slots, idx: torch.Tensor) -> None:
 # ---- chunked strategies: full, masked, compact, bucketed ---------------------------------------
 
 def rollout_full(step: GreedyStep, queries: torch.Tensor, n_real: int | None = None, fail_score: float = -100.0,
-                 trace: list | None = None, masked: bool = False) -> RolloutResult:
-    """Step all B slots of queries [B, 3] until every one is done. Rows from n_real on are padding:
-    computed, not returned, counted as wasted. `trace` (a list) gets (seconds, B, active) per step."""
-    return _chunks(step, queries, len(queries), fail_score, _loop_masked if masked else _loop_full, trace,
-                   n_real=n_real)
+                 trace: list | None = None) -> RolloutResult:
+    """Step all B slots of queries [B, 3] until every one is done (one chunk of `full`). Rows from n_real on are
+    padding: computed, not returned, counted as wasted. `trace` (a list) gets (seconds, B, active) per step."""
+    return _chunks(step, queries, len(queries), fail_score, _loop_full, trace, n_real=n_real)
 
 
 def _chunks(step, cands, B, fail_score, loop, trace, n_real=None, skip_padding=False) -> RolloutResult:

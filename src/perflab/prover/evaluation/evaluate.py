@@ -7,8 +7,9 @@
 
 How the step runs (compile mode, backend) is the step's: pass `step` (and reuse it, with its compiled
 graphs, across calls); without one, an eager GreedyStep of `engine`, `policy` and `max_depth`. batch=0
-lets the measured memory model pick (`batching.resolve_batch`). pad_tail=False is the seed's unpadded
-loop (`baseline.py`); the default pads every chunk to `batch` (`optimized.py`).
+lets the measured memory model pick (`batching.resolve_batch`). `score` is the version that scores the
+candidates (a value of `study.IMPLS`): by default every chunk padded to `batch` (`optimized.py`);
+`baseline.score_candidates` is the seed's unpadded loop.
 """
 from __future__ import annotations
 
