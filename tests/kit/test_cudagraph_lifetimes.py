@@ -143,6 +143,7 @@ def test_the_search_passes_under_the_check_and_equals_the_eager_search(family, m
     reset()
 
 
+@pytest.mark.slow
 def test_link_prediction_passes_under_the_check():
     from perflab.prover.links.embeddings import EmbeddingConfig
     from perflab.prover.links.params import LinkConfig
@@ -162,6 +163,7 @@ def test_link_prediction_passes_under_the_check():
 
 # ---- every rollout strategy, today's and 1a70d9c's ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_every_rollout_strategy_passes_under_the_check(family, mode="reduce-overhead"):
     # one mode: both take the same path (uses_cudagraphs; the search above runs under each)
     _, engine, policy, cands = family
@@ -209,6 +211,7 @@ def test_1a70d9c_rollouts_that_ran_on_an_h100_pass_under_the_check(family, monke
 
 # ---- probe1d's compiled fit ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_probe1d_compiled_fit_passes_under_the_check():
     from perflab.probe1d import Sparse1DProbe, make_activations
 
@@ -355,6 +358,7 @@ def test_without_marks_a_pending_backward_keeps_the_generation_open():
     reset()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grad_accum", [False, True])
 def test_latentwire_with_a_mark_per_micro_batch_fails_under_the_check(grad_accum, monkeypatch):
     # T3's one-line regression on the real trainer, injected from outside: a mark before every micro-batch's
