@@ -11,7 +11,7 @@ from ..core.engine import UnificationEngine
 from ..core.policy import make_policy
 from ..core.ranking import outside, rank_bounds
 from .benchmark_eval import SIDES, filtered_candidates
-from .predict import rank, score_split
+from .predict import Scored, rank, score_split
 from .reference import prove_exhaustive
 from .search import BeamSearch
 
@@ -56,13 +56,55 @@ def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> dict:
     """`links.predict`'s fitted ranks of `queries` with the search run at several batch sizes (other chunkings
     and paddings): equal under every tie rule, up to fitted scores within 1e-5 of each other (another number of
     rows may round differently on a GPU: `ranking.rank_bounds`; on a CPU they are identical)."""
-    scored = [score_split(kg, queries, lp.search, lp.model, b, lp.config.seed) for b in sorted(set(batches))]
+    scored = [score_split(kg, queries, lp.search, lp.model, b, lp.config.seed, lp.table) for b in sorted(set(batches))]
     got = [rank(sc, lp.combination).ranks for sc in scored]
     sides = scored[0].sides.values()   # [2Q] ranks: head sides then tail sides, as `rank` concatenates them
-    fitted = [lp.combination(s.feats).masked_fill(~s.cs.mask, float("-inf")) for s in sides]
+    fitted = [lp.combination(s.feats, s.rule_ids).masked_fill(~s.cs.mask, float("-inf")) for s in sides]
     atol = 1e-5 * float(lp.combination.weights.abs().sum())   # features within 1e-5 -> the weighted sum's spread
     bounds = [torch.cat(b) for b in zip(*(rank_bounds(f, s.cs, atol=atol) for f, s in zip(fitted, sides)))]
     off = sum(outside(g[r], bounds) for g in got for r in g)
     n = sum(g[r].numel() for g in got for r in g)
     return [Check(f"fitted ranks equal with the search at batch sizes {sorted(set(batches))} up to float rounding "
                   "(3 tie rules)", off == 0, f"{off} of {n} ranks outside their tie bounds (allowed 0)")]
+
+
+def decoys(kg, n: int, seed: int = 0) -> torch.Tensor:
+    """n random false triples [n, 3]: the relations of the first test triples (cycled), head and tail drawn
+    uniformly over the entities, any known triple (any split) drawn again."""
+    g = torch.Generator().manual_seed(seed)
+    rels = kg.queries["test"][:, 0]
+    known, out = kg.true_set(), []
+    while len(out) < n:
+        h, t = (int(x) for x in torch.randint(1, kg.n_constants + 1, (2,), generator=g))
+        tri = (int(rels[len(out) % len(rels)]), h, t)
+        if tri not in known:
+            out.append(tri)
+    return torch.tensor(out, dtype=torch.long)
+
+
+def decoy_ranks(scored: Scored, comb) -> torch.Tensor:
+    """[2n] each decoy's realistic rank among its own filtered corruptions as a share of the way down its list:
+    (rank - 1) / (real candidates - 1), 0 = top, 1 = bottom; 0.5 on average where the score knows nothing of it."""
+    r = rank(scored, comb).ranks["realistic"]
+    n = torch.cat([s.cs.mask.sum(1) for s in scored.sides.values()]).double()
+    return (r - 1) / (n - 1).clamp(min=1)
+
+
+def decoy_check(kg, search, model, comb, table=None, n: int = 100, batch: int = 512, seed: int = 0):
+    """Random false triples ranked like test triples (both sides, every filtered corruption, the fitted score) must
+    rank at chance: a decoy is uniform among its list's false triples, so any score that is a function of the triple
+    puts it halfway down on average; a score that knew which triple is the query (a leak of the positive's column
+    or of its label) would lift it. Passes when the mean share of the way down is within 4 standard errors of 0.5
+    (the share of a uniform rank has variance ~1/12). -> (checks, info)."""
+    sc = score_split(kg, decoys(kg, n, seed), search, model, batch, seed, table)
+    share = decoy_ranks(sc, comb)
+    r = rank(sc, comb).ranks["realistic"]
+    sizes = torch.cat([s.cs.mask.sum(1) for s in sc.sides.values()]).double()
+    chance_mrr = float(torch.stack([(1 / torch.arange(1, int(k) + 1).double()).mean() for k in sizes]).mean())
+    mean, tol = float(share.mean()), 4 * (1 / 12 / len(share)) ** 0.5
+    ok = abs(mean - 0.5) <= tol
+    info = {"decoys": n, "mean share down": mean, "tolerance": tol, "decoy MRR": float((1 / r).mean()),
+            "chance MRR": chance_mrr}
+    return [Check(f"{n} random false triples rank at chance under the fitted score (both sides)", ok,
+                  f"mean share of the way down {mean:.3f} (chance 0.5 +- {tol:.3f}); decoy MRR {info['decoy MRR']:.3f}, "
+                  f"chance {chance_mrr:.3f}")], info

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from .combine import PROCEDURES
 from .embeddings import EmbeddingConfig
 
 
 @dataclasses.dataclass(frozen=True)
 class LinkConfig:
     n_queries: int = 24            # test triples ranked; 0: the whole test split
-    n_fit: int = 24                # valid triples the combination is fitted on (both sides, all corruptions)
+    n_fit: int = 0                 # valid triples the combination is fitted on (both sides, all corruptions); 0: all
     batch: int = 512               # rows per search step
     beam: int = 16                 # proofs kept per candidate per step
     search_depth: int = 2          # steps of the search
@@ -22,6 +23,12 @@ class LinkConfig:
     seed: int = 0
     n_cost: int = 8                # test triples whose candidates time the search against the greedy loop
     greedy_batch: int = 0          # slots of the greedy loop (coverage, cost comparison); 0: batch
+    # how the combination is fitted on valid (combine.PROCEDURES), chosen on the table of fits (predict.fits_table)
+    fit: str = "per rule"
+
+    def __post_init__(self):
+        if self.fit not in PROCEDURES:
+            raise ValueError(f"fit must be one of {sorted(PROCEDURES)}, got {self.fit!r}")
 
     @classmethod
     def of(cls, cfg, batch: int) -> LinkConfig:

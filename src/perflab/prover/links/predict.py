@@ -44,8 +44,13 @@ FAIL_SCORE = -100.0
 @dataclasses.dataclass
 class Side:
     cs: CandidateSet
-    feats: torch.Tensor        # [Q, C, 4] combine.FEATURES
+    feats: torch.Tensor        # [Q, C, 4] combine.FEATURES ([Q, C, 6] with the rule table's)
     proven: torch.Tensor       # [Q, C] bool: the search found a proof
+    rule_ids: torch.Tensor | None = None   # [Q, C, K] the mined rules that fire (combine.RuleTable.fired)
+
+    def take(self, idx: torch.Tensor) -> Side:
+        li = combine.Lists(self.cs, self.feats, self.rule_ids).take(idx)
+        return Side(li.cs, li.feats, self.proven[idx], li.rule_ids)
 
 
 @dataclasses.dataclass
@@ -58,12 +63,25 @@ class Scored:
     def candidates(self) -> int:
         return sum(len(s.cs) for s in self.sides.values())
 
-    def lists(self):
-        return [(s.cs.mask, s.feats) for s in self.sides.values()]
+    def lists(self) -> list[combine.Lists]:
+        return [combine.Lists(s.cs, s.feats, s.rule_ids) for s in self.sides.values()]
+
+    @property
+    def queries(self) -> int:
+        return len(next(iter(self.sides.values())).cs.mask)
+
+    def head(self, n: int) -> Scored:
+        """The first n queries' lists (n = 0: all), both sides; timings not carried."""
+        if n == 0 or n >= self.queries:
+            return self
+        idx = torch.arange(n)
+        return Scored({k: s.take(idx) for k, s in self.sides.items()}, float("nan"), float("nan"))
 
 
-def score_split(kg, queries: torch.Tensor, search: BeamSearch, model, batch: int, seed: int = 0) -> Scored:
-    """Both sides' filtered candidates of `queries`, each searched for a proof and scored by the embedding."""
+def score_split(kg, queries: torch.Tensor, search: BeamSearch, model, batch: int, seed: int = 0,
+                table: combine.RuleTable | None = None) -> Scored:
+    """Both sides' filtered candidates of `queries`, each searched for a proof and scored by the embedding (and, with
+    the mined rules' table, the rules that fire on it)."""
     dev = search.engine.device
     sides, search_s, emb_s = {}, 0.0, 0.0
     for side in SIDES:
@@ -75,8 +93,10 @@ def score_split(kg, queries: torch.Tensor, search: BeamSearch, model, batch: int
         le = model.side_log_probs(queries, side).cpu().gather(1, cs.cands[..., pos])    # [Q, C]
         emb_s += time.perf_counter() - t0
         proven = cs.unflatten(res.proven, fill=False)
-        sides[side] = Side(cs, combine.features(le, proven, cs.unflatten(res.log_weight), cs.unflatten(res.policy_log_prob)),
-                           proven)
+        ids = table.fired(cs.cands) if table is not None else None                       # [Q, C, K]
+        extra = table.features(ids) if table is not None else ()
+        sides[side] = Side(cs, combine.features(le, proven, cs.unflatten(res.log_weight), cs.unflatten(res.policy_log_prob),
+                                                *extra), proven, ids)
     return Scored(sides, search_s, emb_s)
 
 
@@ -107,7 +127,8 @@ def rank(scored: Scored, scorer) -> Ranked:
     out = {r: [] for r in TIE_RULES}
     failed_tie, any_tie = [], []
     for s in scored.sides.values():
-        scores = scorer(s.feats).masked_fill(~s.cs.mask, float("-inf"))
+        raw = scorer(s.feats, s.rule_ids) if isinstance(scorer, combine.Combination) else scorer(s.feats)
+        scores = raw.masked_fill(~s.cs.mask, float("-inf"))
         for r, rule in TIE_RULES.items():
             out[r].append(ranks(scores, s.cs, rule))
         failed_tie.append(ties_with(scores, s.cs, ~s.proven))
@@ -136,6 +157,9 @@ class LinkPrediction:
     config: LinkConfig
     model: object              # the trained ComplEx
     search: BeamSearch
+    valid: Scored | None = None   # the valid lists the combination was fitted on (fits_table's data)
+    scored: Scored | None = None  # the test lists ranked
+    table: combine.RuleTable | None = None   # the mined rules' table (None without mined rules)
 
     @property
     def candidates_per_s(self) -> float:
@@ -185,11 +209,12 @@ def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) ->
     search.score(filtered_candidates(kg, test[:1], "tail").flat().to(engine.device), cfg.batch)  # compiles here
     secs["warm-up"] = time.perf_counter() - t
     t = time.perf_counter()
-    valid = kg.queries.get("valid", torch.zeros(0, 3, dtype=torch.long))[: cfg.n_fit]
-    comb = combine.fit(score_split(kg, valid, search, model, cfg.batch, cfg.seed).lists()) if len(valid) \
-        else combine.EMBEDDING_ONLY
+    table = combine.RuleTable(kg, rules) if rules is not None else None
+    valid = valid_queries(kg, cfg.n_fit)
+    valid_scored = score_split(kg, valid, search, model, cfg.batch, cfg.seed, table) if len(valid) else None
+    comb = fit_combination(valid_scored, cfg, table)            # before the test split is even scored
     secs["fit on valid"] = time.perf_counter() - t
-    scored = score_split(kg, test, search, model, cfg.batch, cfg.seed)
+    scored = score_split(kg, test, search, model, cfg.batch, cfg.seed, table)
     secs["test scoring"] = scored.search_s + scored.embedding_s
     results = {name: rank(scored, comb if fn is None else fn) for name, fn in SCORERS.items()}
     t = time.perf_counter()
@@ -205,7 +230,60 @@ def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) ->
         coverage["rules cover"] = float(rule_coverage(kg, rules, test).float().mean())
     secs["rules alone"] = time.perf_counter() - t
     return LinkPrediction(results, comb, len(valid), len(test), len(kg.queries["test"]), scored.candidates,
-                          secs["test scoring"], secs, coverage, cost, alone, emb_log, cfg, model, search)
+                          secs["test scoring"], secs, coverage, cost, alone, emb_log, cfg, model, search, valid_scored,
+                          scored, table)
+
+
+# ---- the fit ---------------------------------------------------------------------------------
+
+def valid_queries(kg, n_fit: int) -> torch.Tensor:
+    """The first n_fit valid triples (0: the whole valid split; none without one): all the fit may see."""
+    valid = kg.queries.get("valid", torch.zeros(0, 3, dtype=torch.long))
+    return valid if n_fit == 0 else valid[:n_fit]
+
+
+def fit_combination(valid: Scored | None, cfg: LinkConfig, table: combine.RuleTable | None) -> combine.Combination:
+    """cfg.fit's procedure (`combine.PROCEDURES`) on the valid lists; the embedding alone without a valid split."""
+    if valid is None or valid.queries == 0:
+        return combine.EMBEDDING_ONLY
+    return combine.fit_procedure(combine.PROCEDURES[cfg.fit], valid.lists(), table.n_rules if table else 0, cfg.seed)
+
+
+FIT_SIZES = (24, 300, 0)   # valid triples per row of the table of fits (0: the whole valid split)
+
+
+def fits_table(valid: Scored, test: Scored, n_rules: int, seed: int = 0, sizes=FIT_SIZES, oracle: bool = True,
+               default: tuple | None = None) -> list[dict]:
+    """The table of what was tried: each procedure (`combine.PROCEDURES`) fitted on the first n valid triples (both
+    sides), its held-out MRR on valid halves (fitted on one, ranked on the other: a choice that needs no test) and
+    its test MRR beside the embedding alone's; with `oracle`, each procedure fitted on the test lists themselves
+    (labelled: an upper bound of the family, not a result). `default`: (procedure, n_fit) marked as the run's."""
+    alone = rank(test, combine.EMBEDDING_ONLY).metrics["realistic"]["MRR"]
+    rows = []
+    runs = [(n, valid.head(n)) for n in sizes if n == 0 or n < valid.queries]
+    runs += [("test", test)] if oracle else []
+    for name, proc in combine.PROCEDURES.items():
+        for n, data in runs:
+            lists = data.lists()
+            comb = combine.fit_procedure(proc, lists, n_rules, seed)
+            mrr = rank(test, comb).metrics["realistic"]["MRR"]
+            held = (combine.cross_fit_mrr(lists, len(comb.weights), len(comb.rule_weights), comb.l2, seed)
+                    if comb.rule_weights is not None else combine.cross_fit_mrr(lists, len(comb.weights), seed=seed))
+            rows.append({"procedure": name, "fitted on": "test (oracle)" if n == "test" else f"{data.queries} valid",
+                         "features": len(comb.weights) + (len(comb.rule_weights) if comb.rule_weights is not None else 0),
+                         "l2 (per rule)": comb.l2, "valid halves MRR": held if n != "test" else float("nan"),
+                         "MRR ComplEx alone": alone, "MRR combined": mrr, "gain": mrr - alone,
+                         "default": default == (name, n)})
+    return rows
+
+
+def fits_table_of(lp: LinkPrediction, oracle: bool = False) -> list[dict]:
+    """`fits_table` of a run's own valid and test lists (the valid rows stop at the lp's n_fit)."""
+    if lp.valid is None:
+        return []
+    n_rules = lp.table.n_rules if lp.table is not None else 0
+    return fits_table(lp.valid, lp.scored, n_rules, lp.config.seed, oracle=oracle,
+                      default=(lp.config.fit, lp.config.n_fit))
 
 
 def _coverage(scored: Scored, engine, policy, test: torch.Tensor, cfg: LinkConfig) -> dict:
