@@ -7,7 +7,8 @@ labelled, and the decoy check (`links.checks.decoy_check`) of LinkConfig's defau
 
     nice -n 5 .venv/bin/python tools/link-fits.py nations umls kinship [--out outputs/local/link-fits]
 
-prints one table per graph and writes <out>/<graph>.json (the rows, the decoy check, the run's settings).
+prints one table per graph and writes <out>/<graph>.json (the rows, the decoy check, the run's settings) and
+<out>/<graph>.pt (the scored valid and test lists: `predict.Scored`).
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from perflab.prover.links.predict import fit_combination, fits_table, score_spli
 from perflab.prover.links.search import BeamSearch
 
 
-def run_graph(name: str, cfg: LinkConfig, train_updates: int = 30, max_derived: int = 16, decoys: int = 100) -> dict:
+def run_graph(name: str, cfg: LinkConfig, train_updates: int = 30, max_derived: int = 16, decoys: int = 100,
+              save: Path | None = None) -> dict:
     t0 = time.perf_counter()
     kg, bench = knowledge_graph(name, 6, cfg.seed, max_derived)
     engine = UnificationEngine(kg, max_derived=max_derived)
@@ -44,6 +46,8 @@ def run_graph(name: str, cfg: LinkConfig, train_updates: int = 30, max_derived: 
     valid = score_split(kg, valid_queries(kg, 0), search, model, cfg.batch, cfg.seed, table)
     test = score_split(kg, kg.queries["test"], search, model, cfg.batch, cfg.seed, table)
     t2 = time.perf_counter()
+    if save is not None:                          # the lists, for fits tried later without the search's minutes
+        torch.save({"valid": valid, "test": test, "n_rules": table.n_rules}, save)
     rows = fits_table(valid, test, table.n_rules, cfg.seed, default=(cfg.fit, cfg.n_fit))
     t3 = time.perf_counter()
     comb = fit_combination(valid.head(cfg.n_fit), cfg, table)
@@ -83,7 +87,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     for g in a.graphs:
-        res = run_graph(g, cfg, decoys=a.decoys)
+        res = run_graph(g, cfg, decoys=a.decoys, save=out / f"{g}.pt")
         res.update(commit=commit, torch=torch.__version__, threads=1, config=dataclasses.asdict(cfg))
         print(show(res), flush=True)
         (out / f"{g}.json").write_text(json.dumps(res, indent=1, default=str))
