@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import perflab
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "lab" / "plots.ipynb"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -201,7 +203,7 @@ def test_a_notebook_runs_all_cells_in_jupyterlab_on_the_perflab_kernel(lab, brow
         outputs = _js(browser, OUTPUTS)
         errors = [text for mime, text in outputs if "Traceback" in text or "Error" in text]
         assert not errors, errors                                         # no error output
-        assert any("perflab 0.1.0" in text for _, text in outputs), outputs  # this checkout's perflab, imported
+        assert any(f"perflab {perflab.__version__}" in text for _, text in outputs), outputs  # this checkout's perflab
         widths = _until(browser, "two plots rendered", lambda d: _js(d, IMAGES), lambda w: len(w) == 2 and all(w))
         assert min(widths) > 100, widths
 
