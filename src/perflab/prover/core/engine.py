@@ -34,6 +34,7 @@ from .kg import END, FALSE, FIRST_PRED, TRUE, KnowledgeGraph
 
 _SENTINEL = torch.iinfo(torch.int64).max
 BODY = 2  # atoms per rule body (1-atom bodies are padded)
+DENSE_FACT_KEYS = 2**24  # up to this many (p, a, b) keys, `is_fact` reads a dense table (16 MB of bool at most)
 
 
 class Derived(NamedTuple):
@@ -42,6 +43,15 @@ class Derived(NamedTuple):
     next_var: torch.Tensor   # [B, S] variable counter of each successor
     truncated: torch.Tensor  # [B] bool: a fact window or the successor list was cut
     log_weight: torch.Tensor  # [B, S] float: log of the weight of the rule that made each successor (0: a fact, <end>, ...)
+
+
+class Closing(NamedTuple):
+    atoms: torch.Tensor      # [B, N, M, 3] each candidate successor's atoms in place, facts and padding zeroed
+    n_atoms: torch.Tensor    # [B, N] atoms each keeps (0: <true>)
+    listed: torch.Tensor     # [B, N] bool: the candidate is one of derive's successors
+    closes: torch.Tensor     # [B, N] bool: listed and <true>
+    log_weight: torch.Tensor  # [B, N] float: log of the weight of the rule that makes it (0: a fact)
+    end: torch.Tensor        # [B] bool: derive's list ends with <end>
 
 
 class UnificationEngine:
@@ -84,6 +94,11 @@ class UnificationEngine:
         # one sorted array for both indexes: a single searchsorted serves either lookup
         self.window_keys = torch.cat([k_ab[order_ab], k_ba[order_ba], sentinel]).to(self.device)
         self.fact_keys = torch.cat([k_ab[order_ab], sentinel]).to(self.device)  # membership test
+        # the same test as one dense bool per possible key where that is small (Kinship 0.3 MB, UMLS 0.9 MB)
+        n_keys = self.P * (self.C + 1) ** 2
+        self.fact_table = None
+        if n_keys <= DENSE_FACT_KEYS:
+            self.fact_table = torch.zeros(n_keys, dtype=torch.bool).index_fill_(0, k_ab, True).to(self.device)
         # the windows' facts as candidate rows of the rule table's layout: [1, a, b], no body, no variables
         window_facts = torch.cat([f[order_ab], f[order_ba], torch.zeros(1, 3, dtype=torch.long)])
         rows = torch.zeros(window_facts.shape[0], 4 + 3 * BODY, dtype=torch.long)
@@ -140,24 +155,58 @@ class UnificationEngine:
         """All successors of `states` [B, A, 3] with variable counters `next_var` [B] (module doc)."""
         if states.dim() != 3 or states.shape[1:] != (self.A, 3):
             raise ValueError(f"states must be [B, {self.A}, 3], got {list(states.shape)}")
-        B, A = states.shape[0], self.A
+        atoms, ok, cand_nv, cand_lw, terminal, cut = self._resolvents(states, next_var)
+        succ, n_atoms = self._drop_facts_and_compact(atoms)          # [B, N, A, 3], [B, N]
+        valid = ok & (n_atoms <= self.A)                              # successors over A atoms are rejected
+        return self._assemble(states, next_var, succ, valid, cand_nv, cand_lw, terminal, cut)
+
+    def closing(self, states: torch.Tensor, next_var: torch.Tensor) -> Closing:
+        """What a search's last step needs of `derive`'s successors, without building them: which are <true>
+        (closes) among those in the list (listed), the log-weight of each and their atoms in place (facts and
+        padding zeroed: the multiset the successor holds, for the policy), and whether <end> ends the list.
+        `states` [B, m, 3] may hold fewer atom columns than A (m <= A) when the caller knows the others are
+        padding (a state t steps from a one-atom query has at most 1 + t atoms): the candidates then carry
+        BODY + m - 1 atoms, not A + 1. A terminal state gets no candidate (derive's successor: itself).
+        Same candidates, unifiers and fact test as `derive` (`_resolvents`); no compaction, no scatter."""
+        if states.dim() != 3 or not 1 <= states.shape[1] <= self.A or states.shape[2] != 3:
+            raise ValueError(f"states must be [B, m <= {self.A}, 3], got {list(states.shape)}")
+        atoms, ok, _, cand_lw, _, _ = self._resolvents(states, next_var)   # [B, N, M, 3]
+        keep = (atoms[..., 0] != 0) & ~self.is_fact(atoms)            # [B, N, M]: what the successor keeps
+        n_atoms = keep.sum(-1)
+        valid = ok & (n_atoms <= self.A)
+        cap = self.S - 1 if self.end_action else self.S
+        listed = valid & (torch.cumsum(valid, -1) <= cap)             # derive keeps the first cap valid ones
+        end = listed.any(-1) & self.end_action                        # terminal rows: nothing valid, no <end>
+        return Closing(torch.where(keep[..., None], atoms, 0), n_atoms, listed, listed & (n_atoms == 0), cand_lw, end)
+
+    def is_fact(self, atoms: torch.Tensor) -> torch.Tensor:
+        """[..., 3] -> [...] bool: the atom is ground and a fact (padding and atoms with a variable are not).
+        A dense table lookup where the graph is small enough (`fact_table`), else a binary search."""
+        args = torch.where(atoms[..., 1:] <= self.C, atoms[..., 1:], 0)   # a variable becomes 0: no fact has 0
+        k = self.key(atoms[..., 0], args[..., 0], args[..., 1])
+        if self.fact_table is not None:
+            return self.fact_table[k]                                 # one load per atom, no log2(F) probes
+        return self.fact_keys[torch.searchsorted(self.fact_keys, k)] == k
+
+    def _resolvents(self, states, next_var):
+        """Each goal resolved against its candidates, before the fact test: atoms [B, N, BODY + m - 1, 3] (the
+        body, then the rest of the state, substituted), whether each unifies and is a real candidate [B, N],
+        their variable counters and log rule weights [B, N], terminal [B] and the fact window cut [B]."""
+        B, m = states.shape[0], states.shape[1]
         goal = states[:, 0]                                           # [B, 3]
         terminal = goal[:, 0] < FIRST_PRED
         rows, cand_valid, cut = self._candidates(goal, next_var)     # [B, N, 10], [B, N], [B]
-        cand_valid = cand_valid & ~terminal[:, None]
         N = rows.shape[1]
         v1, t1, v2, t2, ok = self._unify(goal[:, 1:], rows[..., 1:3])  # each [B, N]
-        rest = states[:, None, 1:].expand(B, N, A - 1, 3)
+        rest = states[:, None, 1:].expand(B, N, m - 1, 3)
         atoms = torch.cat([rows[..., 3:3 + 3 * BODY].reshape(B, N, BODY, 3), rest], dim=2)  # [B, N, M, 3]
         args = atoms[..., 1:]
         args = torch.where(args == v1[..., None, None], t1[..., None, None], args)
         args = torch.where(args == v2[..., None, None], t2[..., None, None], args)
         atoms = torch.cat([atoms[..., :1], args], dim=-1)
-        succ, n_atoms = self._drop_facts_and_compact(atoms)          # [B, N, A, 3], [B, N]
-        valid = cand_valid & ok & (n_atoms <= A)                      # successors over A atoms are rejected
         cand_nv = next_var[:, None] + rows[..., -1]                   # a rule's n_vars fresh variables
         cand_lw = F.pad(self.rule_log_weight[goal[:, 0]], (self.K, 0))  # [B, N]: facts 0, then the rules'
-        return self._assemble(states, next_var, succ, valid, cand_nv, cand_lw, terminal, cut & ~terminal)
+        return atoms, cand_valid & ~terminal[:, None] & ok, cand_nv, cand_lw, terminal, cut & ~terminal
 
     def _candidates(self, goal, next_var):
         """Each goal's fact window (at most K facts agreeing with its constant arguments) and rule window,

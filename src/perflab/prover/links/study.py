@@ -5,13 +5,84 @@
     protocols.summary_lines(lp, ...), protocols.comparison(lp, dataset)   the table beside the published rows
     checks.link_ranks_across_batches(kg, lp, ...)   ranks that do not depend on the search's batch
     claims.measure_real_graph(kg, lp, dataset, cfg, device)   the kg_* claims (`claims.LINK_CLAIMS`)
+    rows = throughput(kg, engine, policy, lp.model, queries, lp.config, rules)   today's search, the new one, the floor
 
 IMPLS names the versions, baseline first: how a candidate gets its proof score, by the greedy policy's one proof
 (the seed's way) or by the beam search. Both are built (engine, policy, LinkConfig) and called `.score(candidates)`;
-`predict.cost_per_candidate` times them on the same candidates.
+`predict.cost_per_candidate` times them on the same candidates. SEARCHES names the beam search's own versions,
+today's first (issue 33): built (engine, policy, width, depth, compile, backend), called `.score(candidates, batch)`;
+`throughput` times them side by side with the floor (`floor.py`).
 """
 from __future__ import annotations
 
-from . import baseline, optimized
+import functools
+import time
+
+import torch
+
+from ...kit.env import synchronize
+from . import baseline, floor, optimized
+from .params import LinkConfig
+from .search import BeamSearch, ClosingSearch
 
 IMPLS = {"baseline": baseline.Prover, "optimized": optimized.Prover}   # baseline first
+SEARCHES = {"expand every step": BeamSearch, "last step closes": ClosingSearch}   # today's first
+FLOOR = "floor: ComplEx 1-N + rule table"
+
+
+def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig, rules=None, repeats: int = 5,
+               searches: dict = SEARCHES) -> list[dict]:
+    """Candidates per second of each search version, and of the floor where `rules` (mined) are given, on both
+    sides' filtered candidates of `queries`, side by side in one process. A pass is what the evaluation times
+    (`predict.score_split`: the search and the embedding's scoring, candidates built beforehand); each version's
+    first pass is untimed (it compiles: `first pass s`), then `repeats` rounds run every version once in turn.
+    -> one row per version: candidates, cand/s (median over rounds, p20, p80), the candidates it proves, and
+    how many differ from the first version's proofs (the floor: from the first version's, its table's "proved")."""
+    sides = floor.side_candidates(kg, queries, cfg.seed)
+    dev = engine.device
+    flats = {side: flat.to(dev) for side, (_, flat) in sides.items()}
+    n = sum(len(f) for f in flats.values())
+
+    def search_pass(search):
+        proven = []
+        for side, (cs, _) in sides.items():
+            proven.append(search.score(flats[side], cfg.batch).proven.cpu())
+            pos = 1 if side == "head" else 2
+            model.side_log_probs(queries, side).gather(1, cs.cands[..., pos].to(model.ent.device))
+        return torch.cat(proven)
+
+    built = {name: cls(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
+             for name, cls in searches.items()}
+    fns = {name: functools.partial(search_pass, s) for name, s in built.items()}
+    extra = {}
+    if rules is not None:
+        t0 = time.perf_counter()
+        table = floor.rule_table(kg, rules)
+        extra["table build s"] = time.perf_counter() - t0
+        fns[FLOOR] = lambda: floor.floor_pass(model, table, queries, sides)
+    first, proved = {}, {}
+    with torch.inference_mode():
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            proved[name] = fn()
+            synchronize(dev)
+            first[name] = time.perf_counter() - t0
+        secs = {name: [] for name in fns}
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                t0 = time.perf_counter()
+                fn()
+                synchronize(dev)
+                secs[name].append(time.perf_counter() - t0)
+    ref = proved[next(iter(searches))]
+    if rules is not None:
+        proved[FLOOR] = floor.proved_by_table(table, torch.cat(list(flats.values())))[0].cpu()
+    rows = []
+    for name, s in secs.items():
+        rate = n / torch.tensor(s, dtype=torch.float64)
+        p20, p50, p80 = torch.quantile(rate, torch.tensor([0.2, 0.5, 0.8], dtype=torch.float64)).tolist()
+        rows.append({"version": name, "candidates": n, "cand/s": p50, "p20": p20, "p80": p80, "repeats": repeats,
+                     "first pass s": first[name], "proved": int(proved[name].sum()),
+                     "differ from first": int((proved[name] != ref).sum()), "batch": cfg.batch,
+                     **(extra if name == FLOOR else {})})
+    return rows
