@@ -264,5 +264,6 @@ def fit_procedure(proc: Procedure, lists, n_rules: int = 0, seed: int = 0) -> Co
     nf = proc.n_features if have_rules else 4
     if not (proc.per_rule and have_rules):
         return fit(lists, n_features=nf)
-    l2, _ = choose_l2(lists, nf, n_rules, seed=seed)
+    # halves of fewer than 2 queries rank nothing worth choosing on: the grid's middle then
+    l2 = choose_l2(lists, nf, n_rules, seed=seed)[0] if len(lists[0].cs.mask) >= 4 else L2_GRID[len(L2_GRID) // 2]
     return fit(lists, n_features=nf, n_rules=n_rules, rule_l2=l2)
