@@ -46,12 +46,20 @@ class Derived(NamedTuple):
 
 
 class Closing(NamedTuple):
-    atoms: torch.Tensor      # [B, N, M, 3] each candidate successor's atoms in place, facts and padding zeroed
+    pred: torch.Tensor       # [B, M, N] each candidate's atoms in place (body, then the rest): predicates,
+    arg1: torch.Tensor       # [B, M, N]   first arguments (substituted),
+    arg2: torch.Tensor       # [B, M, N]   second arguments (substituted)
+    keep: torch.Tensor       # [B, M, N] bool: the atoms its successor keeps (not padding, not a fact)
     n_atoms: torch.Tensor    # [B, N] atoms each keeps (0: <true>)
     listed: torch.Tensor     # [B, N] bool: the candidate is one of derive's successors
     closes: torch.Tensor     # [B, N] bool: listed and <true>
     log_weight: torch.Tensor  # [B, N] float: log of the weight of the rule that makes it (0: a fact)
     end: torch.Tensor        # [B] bool: derive's list ends with <end>
+
+    @property
+    def atoms(self) -> torch.Tensor:
+        """[B, N, M, 3] the candidates' atoms (pred, arg1, arg2)."""
+        return torch.stack([self.pred, self.arg1, self.arg2], dim=-1).transpose(1, 2)
 
 
 class UnificationEngine:
@@ -155,63 +163,83 @@ class UnificationEngine:
         """All successors of `states` [B, A, 3] with variable counters `next_var` [B] (module doc)."""
         if states.dim() != 3 or states.shape[1:] != (self.A, 3):
             raise ValueError(f"states must be [B, {self.A}, 3], got {list(states.shape)}")
-        atoms, ok, cand_nv, cand_lw, terminal, cut = self._resolvents(states, next_var)
-        succ, n_atoms = self._drop_facts_and_compact(atoms)          # [B, N, A, 3], [B, N]
-        valid = ok & (n_atoms <= self.A)                              # successors over A atoms are rejected
-        return self._assemble(states, next_var, succ, valid, cand_nv, cand_lw, terminal, cut)
-
-    def closing(self, states: torch.Tensor, next_var: torch.Tensor) -> Closing:
-        """What a search's last step needs of `derive`'s successors, without building them: which are <true>
-        (closes) among those in the list (listed), the log-weight of each and their atoms in place (facts and
-        padding zeroed: the multiset the successor holds, for the policy), and whether <end> ends the list.
-        `states` [B, m, 3] may hold fewer atom columns than A (m <= A) when the caller knows the others are
-        padding (a state t steps from a one-atom query has at most 1 + t atoms): the candidates then carry
-        BODY + m - 1 atoms, not A + 1. A terminal state gets no candidate (derive's successor: itself).
-        Same candidates, unifiers and fact test as `derive` (`_resolvents`); no compaction, no scatter."""
-        if states.dim() != 3 or not 1 <= states.shape[1] <= self.A or states.shape[2] != 3:
-            raise ValueError(f"states must be [B, m <= {self.A}, 3], got {list(states.shape)}")
-        atoms, ok, _, cand_lw, _, _ = self._resolvents(states, next_var)   # [B, N, M, 3]
-        keep = (atoms[..., 0] != 0) & ~self.is_fact(atoms)            # [B, N, M]: what the successor keeps
-        n_atoms = keep.sum(-1)
-        valid = ok & (n_atoms <= self.A)
-        cap = self.S - 1 if self.end_action else self.S
-        listed = valid & (torch.cumsum(valid, -1) <= cap)             # derive keeps the first cap valid ones
-        end = listed.any(-1) & self.end_action                        # terminal rows: nothing valid, no <end>
-        return Closing(torch.where(keep[..., None], atoms, 0), n_atoms, listed, listed & (n_atoms == 0), cand_lw, end)
-
-    def is_fact(self, atoms: torch.Tensor) -> torch.Tensor:
-        """[..., 3] -> [...] bool: the atom is ground and a fact (padding and atoms with a variable are not).
-        A dense table lookup where the graph is small enough (`fact_table`), else a binary search."""
-        args = torch.where(atoms[..., 1:] <= self.C, atoms[..., 1:], 0)   # a variable becomes 0: no fact has 0
-        k = self.key(atoms[..., 0], args[..., 0], args[..., 1])
-        if self.fact_table is not None:
-            return self.fact_table[k]                                 # one load per atom, no log2(F) probes
-        return self.fact_keys[torch.searchsorted(self.fact_keys, k)] == k
-
-    def _resolvents(self, states, next_var):
-        """Each goal resolved against its candidates, before the fact test: atoms [B, N, BODY + m - 1, 3] (the
-        body, then the rest of the state, substituted), whether each unifies and is a real candidate [B, N],
-        their variable counters and log rule weights [B, N], terminal [B] and the fact window cut [B]."""
-        B, m = states.shape[0], states.shape[1]
+        B, A = states.shape[0], self.A
         goal = states[:, 0]                                           # [B, 3]
         terminal = goal[:, 0] < FIRST_PRED
         rows, cand_valid, cut = self._candidates(goal, next_var)     # [B, N, 10], [B, N], [B]
+        cand_valid = cand_valid & ~terminal[:, None]
         N = rows.shape[1]
         v1, t1, v2, t2, ok = self._unify(goal[:, 1:], rows[..., 1:3])  # each [B, N]
-        rest = states[:, None, 1:].expand(B, N, m - 1, 3)
+        rest = states[:, None, 1:].expand(B, N, A - 1, 3)
         atoms = torch.cat([rows[..., 3:3 + 3 * BODY].reshape(B, N, BODY, 3), rest], dim=2)  # [B, N, M, 3]
         args = atoms[..., 1:]
         args = torch.where(args == v1[..., None, None], t1[..., None, None], args)
         args = torch.where(args == v2[..., None, None], t2[..., None, None], args)
         atoms = torch.cat([atoms[..., :1], args], dim=-1)
+        succ, n_atoms = self._drop_facts_and_compact(atoms)          # [B, N, A, 3], [B, N]
+        valid = cand_valid & ok & (n_atoms <= A)                      # successors over A atoms are rejected
         cand_nv = next_var[:, None] + rows[..., -1]                   # a rule's n_vars fresh variables
         cand_lw = F.pad(self.rule_log_weight[goal[:, 0]], (self.K, 0))  # [B, N]: facts 0, then the rules'
-        return atoms, cand_valid & ~terminal[:, None] & ok, cand_nv, cand_lw, terminal, cut & ~terminal
+        return self._assemble(states, next_var, succ, valid, cand_nv, cand_lw, terminal, cut & ~terminal)
+
+    def closing(self, states: torch.Tensor, next_var: torch.Tensor) -> Closing:
+        """What a search's last step needs of `derive`'s successors, without building them: which are <true>
+        (closes) among those in the list (listed), the log-weight of each, and their atoms in place with what each
+        keeps (for the policy), and whether <end> ends the list. `states` [B, m, 3] may hold fewer atom columns
+        than A (m <= A) when the caller knows the others are padding (a state t steps from a one-atom query has at
+        most 1 + t atoms): the candidates then carry M = BODY + m - 1 atoms, not A + 1. A terminal state gets no
+        candidate (derive's successor: itself). The same candidates, unifiers and fact test as `derive`, with
+        no compaction and no scatter, on planes: predicates, first and second arguments as [B, M, N] tensors, the
+        candidates innermost (derive's [.., 2] argument views, its [B, N, 10] renaming and any broadcast along a
+        last dimension of 2-3 take torch's slow strided paths: 5 of the 7 ms it took at 512 Kinship rows)."""
+        if states.dim() != 3 or not 1 <= states.shape[1] <= self.A or states.shape[2] != 3:
+            raise ValueError(f"states must be [B, m <= {self.A}, 3], got {list(states.shape)}")
+        B, m = states.shape[0], states.shape[1]
+        goal = states[:, 0]                                           # [B, 3]
+        raw, cand_valid, _ = self._candidate_rows(goal)               # [B, N, 10] (rule variables -(k+1))
+        N = raw.shape[1]
+        shift = (next_var - 1)[:, None, None]
+
+        def renamed(x):                                               # var k -> next_var + k, as _candidates
+            return torch.where(x < 0, shift - x, x)
+        v1, t1, v2, t2, ok = self._unify(goal[:, 1:], renamed(raw[..., 1:3]))   # each [B, N]
+        body = raw[..., 3:3 + 3 * BODY].reshape(B, N, BODY, 3)
+
+        def plane(j):                                                 # [B, M, N]: column j of body, then rest
+            return torch.cat([body[..., j].transpose(1, 2), states[:, 1:, j, None].expand(B, m - 1, N)], dim=1)
+        pred = plane(0)
+        arg1, arg2 = (renamed(plane(j)) for j in (1, 2))
+        v1, t1, v2, t2 = (x[:, None] for x in (v1, t1, v2, t2))      # [B, 1, N]: one unifier per candidate
+        arg1, arg2 = (torch.where(x == v1, t1, x) for x in (arg1, arg2))   # v1 -> t1, then
+        arg1, arg2 = (torch.where(x == v2, t2, x) for x in (arg1, arg2))   # v2 -> t2
+        keep = (pred != 0) & ~self.is_fact(pred, arg1, arg2)          # [B, M, N]: what each successor keeps
+        n_atoms = keep.sum(1)                                         # [B, N]
+        valid = cand_valid & (goal[:, :1] >= FIRST_PRED) & ok & (n_atoms <= self.A)
+        cap = self.S - 1 if self.end_action else self.S
+        listed = valid & (torch.cumsum(valid, -1) <= cap)             # derive keeps the first cap valid ones
+        end = listed.any(-1) & self.end_action                        # terminal rows: nothing valid, no <end>
+        cand_lw = F.pad(self.rule_log_weight[goal[:, 0]], (self.K, 0))  # [B, N]: facts 0, then the rules'
+        return Closing(pred, arg1, arg2, keep, n_atoms, listed, listed & (n_atoms == 0), cand_lw, end)
+
+    def is_fact(self, pred: torch.Tensor, arg1: torch.Tensor, arg2: torch.Tensor) -> torch.Tensor:
+        """Atoms as three planes [...] -> [...] bool: the atom is ground and a fact (padding and atoms with a
+        variable are not). A dense table lookup where the graph is small enough (`fact_table`), else a binary
+        search in the sorted keys."""
+        k = self.key(pred, torch.where(arg1 <= self.C, arg1, 0), torch.where(arg2 <= self.C, arg2, 0))  # var -> 0
+        if self.fact_table is not None:
+            return self.fact_table[k]                                 # one load per atom, no log2(F) probes
+        return self.fact_keys[torch.searchsorted(self.fact_keys, k)] == k
 
     def _candidates(self, goal, next_var):
         """Each goal's fact window (at most K facts agreeing with its constant arguments) and rule window,
         as candidate rows [B, N, 10] (the rule table's layout, variables renamed apart), whether each
         is valid [B, N], and whether the fact window was cut at K [B]."""
+        rows, valid, cut = self._candidate_rows(goal)
+        rows = torch.where(rows < 0, (next_var - 1)[:, None, None] - rows, rows)  # var k -> next_var + k
+        return rows, valid, cut
+
+    def _candidate_rows(self, goal):
+        """`_candidates` before the renaming: a rule's variable k is still -(k+1)."""
         C, K = self.C, self.K
         p = goal[:, 0]
         args = goal[:, 1:]                                            # [B, 2]
@@ -227,7 +255,6 @@ class UnificationEngine:
         f_valid = pos < hi[:, None]
         rows = torch.cat([self.window_rows[pos.clamp(max=self.window_rows.shape[0] - 1)],
                           self.rule_table[p]], dim=1)                  # [B, K + R, 10]
-        rows = torch.where(rows < 0, (next_var - 1)[:, None, None] - rows, rows)  # var k -> next_var + k
         valid = torch.cat([f_valid, rows[:, K:, 0] > 0], dim=1)
         return rows, valid, (hi - lo) > K
 

@@ -154,6 +154,13 @@ class ClosingSearch(BeamSearch):
 
     def chunk(self, queries: torch.Tensor):
         """The search of one chunk of queries [B, 3] -> (best [B], best_w [B], best_d [B])."""
+        beams = self._first_steps(queries)
+        fn = self._step.compiled(f"close{self.width}_w{beams[0].shape[1]}", self.close)
+        return fn(*beams)
+
+    def _first_steps(self, queries: torch.Tensor):
+        """All steps but the last (`expand`) -> the last step's beams: states [B, W, m, 3] cut to the m atoms a
+        state can hold after depth - 1 steps from a one-atom query, and the other seven of `expand`'s operands."""
         B, dev = queries.shape[0], queries.device
         states, nv = self.engine.initial(queries)
         states, nv = states[:, None], nv[:, None]                                   # [B, 1, A, 3]: W = 1 first
@@ -169,8 +176,7 @@ class ClosingSearch(BeamSearch):
             fn = self._step.compiled(f"beam{self.width}_w{states.shape[1]}", self.expand)
             states, nv, score, log_w, best, best_w, best_d, t = fn(states, nv, score, log_w, best, best_w, best_d, t)
         m = min(self.engine.A, 1 + (self.depth - 1) * (BODY - 1))   # atoms a state holds after depth - 1 steps
-        fn = self._step.compiled(f"close{self.width}_w{states.shape[1]}", self.close)
-        return fn(states[:, :, :m], nv, score, log_w, best, best_w, best_d, t)
+        return states[:, :, :m], nv, score, log_w, best, best_w, best_d, t
 
     def close(self, states, next_var, score, log_w, best, best_w, best_d, t):
         """The last step of [B, W] beams of m atoms -> the best proof (best [B], best_w [B], best_d [B])."""
@@ -178,16 +184,49 @@ class ClosingSearch(BeamSearch):
         flat = states.reshape(B * W, m, 3)
         c = self.engine.closing(flat, next_var.reshape(B * W))                      # [BW, N] each
         lp = successor_log_probs(self.policy, flat, c)                              # [BW, N]
-        N = lp.shape[1]
-        child = (score.reshape(B * W, 1) + lp + c.log_weight).reshape(B, W * N)
-        child_w = (log_w.reshape(B * W, 1) + c.log_weight).reshape(B, W * N)
-        # the first best <true> child wins a tie, as in `expand`: children in derive's order, beam by beam
-        proof = torch.where(c.closes.reshape(B, W * N), child, NEG_INF)
-        i = proof.argmax(1, keepdim=True)
-        found = proof.gather(1, i)[:, 0]
-        better = found > best
-        return (torch.where(better, found, best), torch.where(better, child_w.gather(1, i)[:, 0], best_w),
-                torch.where(better, t + 1, best_d))
+        return _best_proof(score.reshape(B * W, 1) + lp + c.log_weight, log_w.reshape(B * W, 1) + c.log_weight,
+                           c.closes, best, best_w, best_d, t)
+
+
+class SparseClosingSearch(ClosingSearch):
+    """ClosingSearch with the last step's policy run only on the rows where a proof closes (Kinship: ~8% of them):
+    a row's log-probabilities count only in its proofs. The same results; one host read per chunk (how many rows
+    close sets the policy's shape), so no CUDA graph and a wait per chunk on a GPU: for the CPU."""
+
+    def chunk(self, queries: torch.Tensor):
+        states, nv, score, log_w, best, best_w, best_d, t = self._first_steps(queries)
+        B, W, m = states.shape[0], states.shape[1], states.shape[2]
+        flat, nv = states.reshape(B * W, m, 3), nv.reshape(B * W)
+        c = self._step.compiled(f"closing_w{W}", self.engine.closing)(flat, nv)     # [BW, N] each
+        rows = c.closes.any(-1).nonzero()[:, 0]          # the host read: rows where some child is <true>
+        if len(rows) == 0:
+            return best, best_w, best_d                  # no proof closes in this chunk's last step
+        fn = self._step.compiled("close_rows", self.close_rows, dynamic=True)
+        return fn(flat[rows], type(c)(*(x[rows] for x in c)), rows, score.reshape(B * W), log_w.reshape(B * W),
+                  best, best_w, best_d, t)
+
+    def close_rows(self, flat, c, rows, score, log_w, best, best_w, best_d, t):
+        """`close` on the rows that close ([K, m, 3], `engine.closing` of them, their indices [K] among the B*W)."""
+        lp = successor_log_probs(self.policy, flat, c)                              # [K, N]
+        shape = (score.shape[0], lp.shape[1])                                       # [BW, N]
+        child = score.new_full(shape, NEG_INF).index_put((rows,), score[rows, None] + lp + c.log_weight)
+        child_w = score.new_zeros(shape).index_put((rows,), log_w[rows, None] + c.log_weight)
+        closes = torch.zeros(shape, dtype=torch.bool, device=lp.device).index_put((rows,), c.closes)
+        return _best_proof(child, child_w, closes, best, best_w, best_d, t)
+
+
+def _best_proof(child, child_w, closes, best, best_w, best_d, t):
+    """The last step's children [BW, N] (scores, log-weights, <true>) -> the best proof of each of the B
+    candidates (W beams each), or the one found before where that is at least as good."""
+    B = best.shape[0]
+    child, child_w, closes = (x.reshape(B, -1) for x in (child, child_w, closes))   # [B, W * N]
+    # the first best <true> child wins a tie, as in `expand`: children in derive's order, beam by beam
+    proof = torch.where(closes, child, NEG_INF)
+    i = proof.argmax(1, keepdim=True)
+    found = proof.gather(1, i)[:, 0]
+    better = found > best
+    return (torch.where(better, found, best), torch.where(better, child_w.gather(1, i)[:, 0], best_w),
+            torch.where(better, t + 1, best_d))
 
 
 def policy_query(policy, states: torch.Tensor) -> torch.Tensor:
@@ -200,16 +239,20 @@ def policy_query(policy, states: torch.Tensor) -> torch.Tensor:
 
 def successor_log_probs(policy, states: torch.Tensor, c) -> torch.Tensor:
     """The policy's log-probabilities [B, N] of derive's list (c.listed candidates, then <end> where c.end), -inf off
-    the list, from `engine.closing`'s atoms in place. A successor's logit is scale * q . mean of its atoms'
-    (pred + arg1 - arg2) rows of the policy's table: each table row's dot product with q once ([B, V]: one matmul),
-    then three scalars per atom, not three E-vectors (`Policy.embed`'s embedding_bag) per atom."""
-    B, P, C = states.shape[0], policy.P, policy.C
+    the list, from `engine.closing`'s atoms in place. A successor's logit is scale * q . mean of its kept atoms'
+    (pred + arg1 - arg2) rows of the policy's table (`Policy.embed`'s rows: a predicate as is, a term capped at
+    "any variable", after the predicates): each table row's dot product with q once ([B, V]: one matmul), then three
+    scalars per atom, not three E-vectors (`Policy.embed`'s embedding_bag) per atom."""
+    B = states.shape[0]
     proj = (policy_query(policy, states) * policy.scale) @ policy.table.weight.T     # [B, V]
-    a = c.atoms                                                                      # [B, N, M, 3]
-    rows = torch.cat([a[..., :1], torch.clamp(a[..., 1:], max=C + 1) + P], -1)      # table rows, as Policy.embed's
-    g = proj.gather(1, rows.reshape(B, -1)).reshape(a.shape)
-    per_atom = torch.where(a[..., 0] != 0, g[..., 0] + g[..., 1] - g[..., 2], 0.0)   # [B, N, M]
-    logit = per_atom.sum(-1) / c.n_atoms.clamp(min=1)
+    P, V = policy.P, policy.C + 1                                  # a term's row: P + min(term, any variable)
+
+    def scores(rows):                                              # [B, M, N] table rows -> their scores
+        return proj.gather(1, rows.reshape(B, -1)).reshape(rows.shape)
+    per_atom = (scores(c.pred) + scores(torch.clamp(c.arg1, max=V) + P)
+                - scores(torch.clamp(c.arg2, max=V) + P))                           # pred + arg1 - arg2
+    per_atom = torch.where(c.keep, per_atom, 0.0)                                   # [B, M, N]
+    logit = per_atom.sum(1) / c.n_atoms.clamp(min=1)
     logit = torch.where(c.n_atoms == 0, proj[:, TRUE, None], logit)                  # <true>: its one atom
     logits = torch.cat([torch.where(c.listed, logit, NEG_INF), torch.where(c.end, proj[:, END], NEG_INF)[:, None]], 1)
     return torch.where(c.listed, torch.log_softmax(logits, -1)[:, :-1], NEG_INF)    # an empty list: no nan

@@ -23,10 +23,11 @@ import torch
 from ...kit.env import synchronize
 from . import baseline, floor, optimized
 from .params import LinkConfig
-from .search import BeamSearch, ClosingSearch
+from .search import BeamSearch, ClosingSearch, SparseClosingSearch
 
 IMPLS = {"baseline": baseline.Prover, "optimized": optimized.Prover}   # baseline first
-SEARCHES = {"expand every step": BeamSearch, "last step closes": ClosingSearch}   # today's first
+SEARCHES = {"expand every step": BeamSearch, "last step closes": ClosingSearch,     # today's first
+            "last step closes, policy where a proof closes": SparseClosingSearch}
 FLOOR = "floor: ComplEx 1-N + rule table"
 
 
