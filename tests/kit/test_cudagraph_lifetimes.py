@@ -232,6 +232,7 @@ def test_probe1d_compiled_fit_passes_under_the_check():
 
 # ---- 06's compiled training step -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grad_accum", [False, True])
 def test_latentwire_compiled_step_passes_under_the_check(grad_accum):
     # one generation per optimizer step (mark_step_begin at its start): the micro-batches' losses, their backward and

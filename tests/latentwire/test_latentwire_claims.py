@@ -44,6 +44,7 @@ def test_claim_verdicts_follow_the_kits_rule():
     assert CLAIMS["target_spread"].verdict(x(0.12), None, "cuda") == "does not hold"
 
 
+@pytest.mark.slow
 def test_the_claims_decisions_are_what_the_claims_judge_takes():
     # a tiny ablation, its gains decided on the live trainers and the parts timed alone, 0.05 s of rounds each:
     # every claim gets an entry, each decision was made against its claim's rule (verdicts: timings, never asserted)
@@ -84,6 +85,7 @@ def study_ablation(plan, p):
     return ablation(plan, EXAMPLES, p=p, device="cpu")
 
 
+@pytest.mark.slow
 def test_paired_rounds_of_a_compiled_step_pass_under_the_cudagraph_check():
     # the claims' paired rounds call trainer.step() as the timing does: one CUDA-graph generation per optimizer step
     # (its mark inside the step), nothing kept across steps; under reduce-overhead a round reads no freed output

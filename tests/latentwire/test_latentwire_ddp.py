@@ -11,6 +11,7 @@ from perflab.latentwire import ModelConfig, build_model
 MODEL = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=1, latent_len=4, adapter_hidden=32)
 
 
+@pytest.mark.slow
 def test_two_process_gloo_ddp_ends_with_identical_parameters(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            "-m", "perflab.latentwire.ddp", "--device", "cpu", "--steps", "2", "--n-examples", "16",

@@ -2,6 +2,8 @@
 optimizer steps, and the rule that only the timed variant's DataLoader workers live."""
 import dataclasses
 
+import pytest
+
 from perflab.latentwire import ModelConfig, Toggles, build_model, make_examples, optimized
 from perflab.latentwire.params import LatentWireParams
 from perflab.latentwire.study import Variant, prepare_variant, run_ablation
@@ -51,6 +53,7 @@ def test_pause_stops_the_workers_and_the_next_step_starts_a_new_pool():
     assert dataloader_workers() == set()
 
 
+@pytest.mark.slow
 def test_only_the_timed_variants_workers_are_alive():
     plan = [Variant("baseline", version="baseline"),
             Variant("loader_a", toggles={"dataloader": True, "num_workers": 1, "pretokenize": True}),

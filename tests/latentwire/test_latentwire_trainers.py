@@ -138,6 +138,7 @@ def test_grad_accum_and_checkpointing_cut_activation_memory():
     assert peak(checkpointing=True) < summed / 4
 
 
+@pytest.mark.slow
 def test_compile_with_the_eager_backend_runs_the_same_losses_without_recompiles():
     # dynamo's tracing is the cost here; batches are padded to the data's widths, so later steps whose own
     # longest prompt differs find the first step's graph (this process may have compiled it in another test)
@@ -157,6 +158,7 @@ def test_compile_with_the_eager_backend_runs_the_same_losses_without_recompiles(
     torch.testing.assert_close(torch.tensor(got), torch.tensor(base), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_compiled_step_equals_the_eager_step():
     # the study's one inductor compile in tests (~30-60 s on 2 busy cores): every toggle on, fp32 (amp off: bf16
     # would round differently in fused and eager kernels), manual sample order, 3 steps of 2 micro-batches

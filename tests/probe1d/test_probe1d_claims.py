@@ -233,6 +233,7 @@ def test_sync_checks_say_what_was_counted():
     assert logged == [False, False]
 
 
+@pytest.mark.slow
 def test_solver_checks_pass_eager_and_compiled_with_the_eager_backend():
     # backend="eager": dynamo's graphs without inductor's codegen (the compiled path, cheaply)
     results = checks.solver_checks("default", "eager", label="compiled (default, eager)")

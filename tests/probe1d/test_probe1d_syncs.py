@@ -3,6 +3,7 @@ compiled by the optional torch.compile path, and what the iteration hook and deb
 import logging
 import warnings
 
+import pytest
 import torch
 
 from perflab.kit.compiles import count_compiles, reset
@@ -55,6 +56,7 @@ def test_whole_optimized_fit_syncs_are_iterations_plus_a_constant():
     assert syncs.by_op["to(device) from host"] == 2 and syncs.total == n_iter + 6, syncs.by_op
 
 
+@pytest.mark.slow
 def test_compiled_fit_compiles_four_graphs_at_most_and_gives_the_same_losses():
     # A whole fit with freezing: the work list shrinks (block, then pair lists) and chunks of every size
     # (chunk_pair_events=500). Dynamic sizes from the first call: the tile kernel compiles once for several

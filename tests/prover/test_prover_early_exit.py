@@ -103,6 +103,7 @@ def test_recycle_never_drops_or_duplicates(ladder):
     assert r.steps_executed <= int(lengths.sum()) // 8 + int(lengths.max()) + 1
 
 
+@pytest.mark.slow
 def test_compiled_loops_one_graph_per_shape_nothing_after_warmup(ladder):
     kg, eager = ladder
     step = GreedyStep(eager.engine, eager.policy, eager.max_depth, compile="default", backend="eager")
@@ -149,6 +150,7 @@ def test_unknown_strategy_is_refused(ladder):
         run(step, torch.zeros(1, 3, dtype=torch.long), 4, "sideways")
 
 
+@pytest.mark.slow
 def test_notebook_helpers_time_and_count(ladder):
     from perflab.kit.bench import summary
     from perflab.prover.early_exit.profiles import per_step_counts

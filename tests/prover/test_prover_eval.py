@@ -104,6 +104,7 @@ def test_padding_rows_do_not_change_real_rows(setup):
     assert padded.slot_steps == 32 * padded.steps_executed
 
 
+@pytest.mark.slow
 def test_padding_stops_recompiles_across_tail_sizes(setup):
     kg, engine, policy = setup
     cands = corruptions(kg, kg.queries["test"][:8], 7, "both", seed=0).flat()    # 64 candidates

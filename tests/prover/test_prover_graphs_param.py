@@ -58,6 +58,7 @@ def test_a_tsv_folder_loads_with_mined_rules(tmp_path, monkeypatch):
     assert len(kg.queries["test"]) == 1 and datasets.graph_label("tsv") == "tsv"
 
 
+@pytest.mark.slow
 def test_study_3_on_kinship_at_a_tiny_size():
     from perflab.prover.links.embeddings import EmbeddingConfig
     from perflab.prover.links.params import LinkConfig

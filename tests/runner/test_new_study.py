@@ -168,6 +168,7 @@ def test_the_notebook_calls_the_study_by_role(study):
         assert not names and not words, f"{src}\nnames the worked example: {sorted(names | words)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, mistake, message", [
     ("study", ('CLAIMS["speed"]', 'CLAIMS["sped"]'), "no claim 'sped'; the claims: syncs, speed"),
     ("claims", ('headline="speed"', 'headline="sped"'), "headline 'sped' is not among the claims: syncs, speed"),
@@ -186,6 +187,7 @@ def test_a_claim_mistake_fails_the_study_tests_with_the_claim_named(study, tmp_p
     assert r.returncode != 0 and "ClaimError: " + message in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_a_claim_mistake_stops_the_notebook_at_its_first_cell_and_the_failed_run_is_kept(study, tmp_path):
     """Before anything is timed; `perflab new`'s first execution keeps the executed notebook where it points."""
     d = tmp_path / "spmv"
