@@ -58,7 +58,7 @@ def main() -> None:
         base = rows[0]["cand/s"]
         for r in rows:
             extra = f", table build {r['table build s'] * 1e3:.0f} ms" if "table build s" in r else ""
-            print(f"batch {batch:5d}  {r['version']:34s} {r['cand/s']:12,.0f} cand/s (p20-p80 {r['p20']:,.0f}-"
+            print(f"batch {batch:5d}  {r['version']:46s} {r['cand/s']:12,.0f} cand/s (p20-p80 {r['p20']:,.0f}-"
                   f"{r['p80']:,.0f}, {r['repeats']} rounds)  x{r['cand/s'] / base:7.2f}  {r['candidates']:,} candidates, "
                   f"{r['proved']:,} proved ({r['differ from first']} differ from the first), first pass "
                   f"{r['first pass s']:.2f} s{extra}")

@@ -195,8 +195,10 @@ class UnificationEngine:
         if states.dim() != 3 or not 1 <= states.shape[1] <= self.A or states.shape[2] != 3:
             raise ValueError(f"states must be [B, m <= {self.A}, 3], got {list(states.shape)}")
         B, m = states.shape[0], states.shape[1]
+        raw, cand_valid, _ = self._candidate_rows(states[:, 0])      # [B, N, 10] (rule variables -(k+1))
+        # int32 from here (ids and keys fit: `fact_table` exists only below 2**24 keys): AVX2 has no int64 multiply
+        raw, states, next_var = raw.to(torch.int32), states.to(torch.int32), next_var.to(torch.int32)
         goal = states[:, 0]                                           # [B, 3]
-        raw, cand_valid, _ = self._candidate_rows(goal)               # [B, N, 10] (rule variables -(k+1))
         N = raw.shape[1]
         shift = (next_var - 1)[:, None, None]
 
@@ -225,9 +227,10 @@ class UnificationEngine:
         """Atoms as three planes [...] -> [...] bool: the atom is ground and a fact (padding and atoms with a
         variable are not). A dense table lookup where the graph is small enough (`fact_table`), else a binary
         search in the sorted keys."""
-        k = self.key(pred, torch.where(arg1 <= self.C, arg1, 0), torch.where(arg2 <= self.C, arg2, 0))  # var -> 0
+        a, b = (torch.where(x <= self.C, x, 0) for x in (arg1, arg2))  # a variable becomes 0: no fact has 0
         if self.fact_table is not None:
-            return self.fact_table[k]                                 # one load per atom, no log2(F) probes
+            return self.fact_table[self.key(pred, a, b)]             # one load per atom, no log2(F) probes
+        k = self.key(pred.long(), a.long(), b.long())                # int64: past the dense table's size
         return self.fact_keys[torch.searchsorted(self.fact_keys, k)] == k
 
     def _candidates(self, goal, next_var):

@@ -248,7 +248,7 @@ def successor_log_probs(policy, states: torch.Tensor, c) -> torch.Tensor:
     P, V = policy.P, policy.C + 1                                  # a term's row: P + min(term, any variable)
 
     def scores(rows):                                              # [B, M, N] table rows -> their scores
-        return proj.gather(1, rows.reshape(B, -1)).reshape(rows.shape)
+        return proj.gather(1, rows.reshape(B, -1).long()).reshape(rows.shape)
     per_atom = (scores(c.pred) + scores(torch.clamp(c.arg1, max=V) + P)
                 - scores(torch.clamp(c.arg2, max=V) + P))                           # pred + arg1 - arg2
     per_atom = torch.where(c.keep, per_atom, 0.0)                                   # [B, M, N]
