@@ -227,3 +227,33 @@ def test_rule_table_of_a_hand_made_graph():
     proved, lw = floor.proved_by_table(floor.rule_table(kg, rules), c)
     assert proved.tolist() == [True, True, False]
     assert lw[:2].tolist() == pytest.approx([0.0, torch.log(torch.tensor(0.5)).item()])
+
+
+# ---- CUDA (`pytest -m gpu`: skipped without CUDA) --------------------------------------------------
+
+@pytest.mark.gpu
+def test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs():
+    # ClosingSearch's chunk under CUDA graphs (one generation per chunk, as BeamSearch's) and the sparse one's host
+    # read on a GPU: both give today's proofs; the optimized Prover takes the fixed-shape one where graphs are recorded
+    from perflab.kit.compiles import reset
+    from perflab.prover.core.data import family_kg
+    from perflab.prover.core.policy import PolicyConfig
+    from perflab.prover.links.optimized import Prover
+
+    cuda = torch.device("cuda")
+    kg = family_kg(n_families=2, seed=2)
+    engine = UnificationEngine(kg, max_derived=12, device=cuda)
+    policy = make_policy(kg, PolicyConfig(embed_dim=8, hidden=16, n_blocks=1), seed=0, device=cuda)
+    cands = kg.queries["test"][:20].to(cuda)
+    want = BeamSearch(engine, policy, 8, 2).score(cands, batch=64)
+    reset()
+    for search in (ClosingSearch(engine, policy, 8, 2, compile="reduce-overhead", backend="inductor"),
+                   SparseClosingSearch(engine, policy, 8, 2)):
+        for _ in range(2):                             # chunks of 8 candidates: three generations per call
+            got = search.score(cands, batch=64)
+            assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
+            torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
+    cfg = LinkConfig(beam=8, batch=64, compile="reduce-overhead", backend="inductor")
+    assert type(Prover(engine, policy, cfg).search) is ClosingSearch
+    assert type(Prover(engine, policy, LinkConfig(beam=8, batch=64)).search) is SparseClosingSearch
+    reset()

@@ -38,7 +38,9 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
     (`predict.score_split`: the search and the embedding's scoring, candidates built beforehand); each version's
     first pass is untimed (it compiles: `first pass s`), then `repeats` rounds run every version once in turn.
     -> one row per version: candidates, cand/s (median over rounds, p20, p80), the candidates it proves, and
-    how many differ from the first version's proofs (the floor: from the first version's, its table's "proved")."""
+    how many differ from the first version's proofs (the floor: from the first version's, its table's "proved").
+    Cost: 1 + repeats passes of every version; today's search runs ~2,000 candidates/s on this CPU (Kinship's whole
+    split: ~100 s a pass), so a notebook times a slice of the larger splits (tools/link-throughput.py: --queries)."""
     sides = floor.side_candidates(kg, queries, cfg.seed)
     dev = engine.device
     flats = {side: flat.to(dev) for side, (_, flat) in sides.items()}
