@@ -137,6 +137,7 @@ def nations():
     return kg, bench, UnificationEngine(kg, max_derived=16), make_policy(kg, seed=0)
 
 
+@pytest.mark.slow
 def test_the_new_search_on_a_real_graph_subset(nations):
     kg, _, engine, policy = nations
     side = floor.side_candidates(kg, kg.queries["test"][:6])
