@@ -56,12 +56,16 @@ class Policy(nn.Module):
                               mode="sum", padding_idx=self.P)
         return out.reshape(*lead, -1)
 
-    def forward(self, states: torch.Tensor, succ: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-        """Logits [B, S] of the successors succ [B, S, A, 3] of states [B, A, 3]; -inf beyond counts [B]."""
+    def query(self, states: torch.Tensor) -> torch.Tensor:
+        """[B, A, 3] -> [B, E]: the query vector each successor's embedding is dotted with."""
         h = torch.relu(self.inp(self.embed(states)))
         for blk in self.blocks:
             h = h + torch.relu(blk(h))
-        q = self.out(h)                                                # [B, E]
+        return self.out(h)
+
+    def forward(self, states: torch.Tensor, succ: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """Logits [B, S] of the successors succ [B, S, A, 3] of states [B, A, 3]; -inf beyond counts [B]."""
+        q = self.query(states)                                         # [B, E]
         logits = (self.embed(succ) @ q[:, :, None])[..., 0] * self.scale  # [B, S]
         valid = torch.arange(succ.shape[1], device=succ.device)[None] < counts[:, None]
         return logits.masked_fill(~valid, float("-inf"))

@@ -19,7 +19,7 @@ class EvalParams(ProverParams):
     tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
     beam: int = 16                   # proofs the search keeps per candidate per step (16 - 1 rules and facts per goal)
     search_depth: int = 2            # steps of the search; a mined rule proves in 2 (the rule, then its facts)
-    search_batch: int = 0            # rows per search step (beam rows per candidate); 0 means the run's batch
+    search_batch: int = 2048         # rows per search step (beam rows per candidate); 0 means the run's batch
     n_fit: int = 0                   # valid queries the score combination is fitted on (all their corruptions); 0 means all of valid
     emb_rank: int = 100              # ComplEx dimensions of the learned score every candidate gets
     emb_epochs: int = 50             # ComplEx passes over the training facts

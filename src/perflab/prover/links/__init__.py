@@ -3,11 +3,13 @@
     params          LinkConfig: what the evaluation runs with, from the notebook's EvalParams
     reference       the oracle: exhaustive provability (core.reference), the engine's ceiling
     baseline        Prover: one greedy proof per candidate (study 3's loop)
-    optimized       Prover: the beam search (search.py)
+    optimized       Prover: the beam search whose last step is a membership test (search.py)
     checks          the search against the oracle, sync-free; ranks across search batches
     claims          LINK_CLAIMS (kg_*) and what judges each
     study           the notebook's calls in order; IMPLS names the versions
-    search          the beam search: every proof of two steps, fixed shapes, no host read
+    search          the beam search: every proof of two steps, fixed shapes, no host read (BeamSearch: today's;
+                    ClosingSearch, SparseClosingSearch: the last step a membership test)
+    floor           the floor: 1-N embedding scores and the mined rules' table, proved for all candidates at once
     embeddings      ComplEx with reciprocal relations, trained on the training facts
     combine         the embedding's score plus a proof bonus, fitted on valid
     benchmark_eval  the filtered protocol of Rocktäschel & Riedel 2017, the greedy prover's ranks, the published tables

@@ -13,26 +13,30 @@ from ..core.ranking import outside, rank_bounds
 from .benchmark_eval import SIDES, filtered_candidates
 from .predict import Scored, rank, score_split
 from .reference import prove_exhaustive
-from .search import BeamSearch
+from .search import BeamSearch, ClosingSearch, SparseClosingSearch
 
 
 def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: int, batch: int):
-    """The beam search against the breadth-first oracle (itself held to the reference prover by 03's checks), on
+    """The search the evaluation runs (`search.ClosingSearch`; on the CPU `SparseClosingSearch`, held to it here,
+    as is today's `BeamSearch`) against the breadth-first oracle (held to the reference prover by 03's checks), on
     both sides' filtered corruptions of `queries`: every proof it finds exists within `depth` steps; with a
     width no step can overflow (S, depth <= 2) it finds every proof within that depth; and its chunk makes
     no host sync and takes no host tensor on a device (meta). -> (checks, info)."""
     cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
-    found = BeamSearch(engine, policy, width, depth).score(cands, batch)
+    found = ClosingSearch(engine, policy, width, depth).score(cands, batch)
     d_ex = min(depth, 2)
-    full = BeamSearch(engine, policy, engine.S, d_ex).score(cands, max(batch, engine.S))
+    full = ClosingSearch(engine, policy, engine.S, d_ex).score(cands, max(batch, engine.S))
+    # the CPU's search (the last step's policy only where a proof closes) and the seed-era search: the same proofs
+    same = [s(engine, policy, width, depth).score(cands, batch) for s in (SparseClosingSearch, BeamSearch)]
+    n_same = sum(int((s.proven != found.proven).sum() + (s.depth != found.depth).sum()) for s in same)
     bfs = torch.cat([prove_exhaustive(engine, cands[i:i + 256], depth).cpu() for i in range(0, len(cands), 256)])
     sound = bool((~found.proven.cpu() | ((bfs > 0) & (bfs <= found.depth.cpu()))).all())
     complete = torch.equal(full.proven.cpu(), (bfs > 0) & (bfs <= d_ex))
-    search = BeamSearch(engine, policy, width, depth)
+    search = ClosingSearch(engine, policy, width, depth)
     chunk = cands[:4]  # already on the device: the counted block starts at the chunk
     with torch.inference_mode(), count_host_syncs(engine.device) as syncs:
         search.chunk(chunk)
-    meta = BeamSearch(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
+    meta = ClosingSearch(UnificationEngine(kg, engine.A, engine.S, engine.K, engine.end_action, device="meta"),
                       make_policy(kg, policy.cfg, device="meta"), width, depth)
     with torch.inference_mode(), count_host_operands() as host:
         meta.chunk(cands[:4].to("meta"))
@@ -45,6 +49,8 @@ def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: 
               "candidates)", sound, f"{n_unsound} of {int(found.proven.sum())} proofs not found by BFS (allowed 0)"),
         Check(f"search (beam {engine.S}, depth {d_ex}) proves exactly what BFS proves within {d_ex} steps", complete,
               f"{n_diff} of {n} candidates differ (allowed 0)"),
+        Check("the CPU's search (policy only where a proof closes) and today's BeamSearch find the same proofs",
+              n_same == 0, f"{n_same} proven flags or depths differ (allowed 0)"),
         Check("a search chunk makes no host sync and takes no host tensor on a device (meta)",
               n_sync == 0 and host.total == 0, f"{n_sync} syncs, {host.total} host tensors (allowed 0)"),
     ]

@@ -1,14 +1,13 @@
 """Link prediction's optimized prover: a beam search that keeps `cfg.beam` proofs per candidate for
 `cfg.search_depth` steps (the exhaustive search of two steps, the engine's ceiling for a mined rule): today's
 `search.BeamSearch` whose last step tests which children are <true> instead of building them, the same proofs
-(`search.ClosingSearch`, and `search.SparseClosingSearch` where no CUDA graph is recorded; issue 33), `cfg.batch`
+(`search.ClosingSearch` on a device, `search.SparseClosingSearch` on the CPU; issue 33), `cfg.batch`
 rows per step. Same constructor and `score` as `baseline.Prover`; `predict.py` adds the learned
 score every candidate gets."""
 from __future__ import annotations
 
 import torch
 
-from ...kit.cudagraphs import uses_cudagraphs
 from .params import LinkConfig
 from .search import ClosingSearch, SearchResult, SparseClosingSearch
 
@@ -17,10 +16,10 @@ class Prover:
     """The best proof of each candidate the search finds (`self.search`, reused: its compiled graphs)."""
 
     def __init__(self, engine, policy, cfg: LinkConfig):
-        # CUDA graphs need fixed shapes and no host read: the last step's policy on every row there; elsewhere only
-        # on the rows where a proof closes (one host read per chunk: ~8% of Kinship's rows, a third of the time)
-        fixed = uses_cudagraphs(cfg.compile, cfg.backend, engine.device)
-        search = ClosingSearch if fixed else SparseClosingSearch
+        # on a device, fixed shapes and no host read (a CUDA graph, no wait per chunk): the last step's policy on every
+        # row; on the CPU, where a host read waits for nothing, only on the rows where a proof closes (~8% of
+        # Kinship's rows: a third of the time)
+        search = SparseClosingSearch if engine.device.type == "cpu" else ClosingSearch
         self.search = search(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
         self.batch = cfg.batch
 

@@ -233,14 +233,6 @@ def _best_proof(child, child_w, closes, best, best_w, best_d, t):
             torch.where(better, t + 1, best_d))
 
 
-def policy_query(policy, states: torch.Tensor) -> torch.Tensor:
-    """[B, m, 3] -> [B, E]: the query vector `Policy.forward` dots each successor's embedding with."""
-    h = torch.relu(policy.inp(policy.embed(states)))
-    for blk in policy.blocks:
-        h = h + torch.relu(blk(h))
-    return policy.out(h)
-
-
 def successor_log_probs(policy, states: torch.Tensor, c) -> torch.Tensor:
     """The policy's log-probabilities [B, N] of derive's list (c.listed candidates, then <end> where c.end), -inf off
     the list, from `engine.closing`'s atoms in place. A successor's logit is scale * q . mean of its kept atoms'
@@ -248,7 +240,7 @@ def successor_log_probs(policy, states: torch.Tensor, c) -> torch.Tensor:
     "any variable", after the predicates): each table row's dot product with q once ([B, V]: one matmul), then three
     scalars per atom, not three E-vectors (`Policy.embed`'s embedding_bag) per atom."""
     B = states.shape[0]
-    proj = (policy_query(policy, states) * policy.scale) @ policy.table.weight.T     # [B, V]
+    proj = (policy.query(states) * policy.scale) @ policy.table.weight.T     # [B, V]
     P, V = policy.P, policy.C + 1                                  # a term's row: P + min(term, any variable)
 
     def scores(rows):                                              # [B, M, N] table rows -> their scores
