@@ -1,6 +1,6 @@
 """perflab: a Jupyter-notebook research workbench for PyTorch performance studies.
 
-The house, bottom to top (each layer imports only those below it: tests/kit/test_imports.py):
+The house, bottom to top (each layer imports only those below it: tests/project/test_imports.py):
     perflab.kit       the measuring kit, all a study or a notebook imports: timing and verdicts (bench, verdicts,
                       claims), counters (syncs, launches, compiles, memory, cudagraphs), the run's stamps and log
                       (env, results, paths, profiling), parameters (params) and a notebook's first cell (notebook)

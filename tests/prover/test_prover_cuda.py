@@ -94,7 +94,7 @@ def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
 
 
 def test_cuda_03_out_of_memory_halves_the_batch(prover_cuda):
-    # the allocator's cache is emptied before the smaller try (prover/optimized.py's CUDA branch)
+    # the allocator's cache is emptied before the smaller try (prover/evaluation/optimized.py's CUDA branch)
     from perflab.prover.core.ranking import corruptions
     from perflab.prover.core.step import GreedyStep
     from perflab.prover.evaluation import baseline, optimized

@@ -57,7 +57,9 @@ def _eval_found(points, device):
 def _lp(whole_split=False):
     ranked = SimpleNamespace(metrics={r: {"MRR": 0.85} for r in ("realistic", "optimistic", "pessimistic")},
                              tie_share=0.01)
-    return SimpleNamespace(results={"fitted": ranked, "prover alone": SimpleNamespace(tie_share=0.4)},
+    alone = SimpleNamespace(metrics={"realistic": {"MRR": 0.78}})
+    return SimpleNamespace(results={"fitted": ranked, "prover alone": SimpleNamespace(tie_share=0.4),
+                                    "embedding alone": alone}, fit_queries=199,
                            whole_split=whole_split, queries=24, test_size=201, candidates=3198, candidates_per_s=2500.0,
                            rules_only={"metrics": {"MRR": 0.74}})
 
@@ -91,8 +93,14 @@ def test_the_whole_split_targets_are_judged_on_n_queries_0(monkeypatch):
     rows = {r["key"]: r["verdict"] for r in judge({**_eval_found(_sweep(), CPU), **found},
                                                                      cfg=cfg, device=CPU)}
     assert rows["kg_mrr"] == "holds" and rows["kg_speed_gpu"] == "not tested here"   # 0.85 >= NTPλ's 0.74
+    assert rows["kg_proofs"] == "holds"                                 # 0.85 - ComplEx alone's 0.78 >= +0.01
+    assert rows["kg_speed_5k"] == "does not hold" and rows["kg_speed"] == "holds"   # a steady 2,500/s
+    no_valid = link_claims.measure_real_graph(None, SimpleNamespace(**{**vars(_lp(True)), "fit_queries": 0}), "nations",
+                                              cfg, CPU)
+    assert no_valid["kg_proofs"][0] is None and "no valid split" in no_valid["kg_proofs"][1]
     on_gpu = {r["key"]: r for r in judge(
-        {**_eval_found(_sweep(), CUDA), **{**found, "kg_speed": (None, "-"), "kg_speed_gpu": (None, "-")}},
+        {**_eval_found(_sweep(), CUDA), **{**found, "kg_speed": (None, "-"), "kg_speed_gpu": (None, "-"),
+                                           "kg_speed_5k": (None, "-")}},
         cfg=cfg, device=CUDA)}
     assert on_gpu["kg_speed"]["why"] == "measured on cuda" and on_gpu["kg_mrr"]["verdict"] == "holds"
 

@@ -256,5 +256,5 @@ def test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs():
             torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
     cfg = LinkConfig(beam=8, batch=64, compile="reduce-overhead", backend="inductor")
     assert type(Prover(engine, policy, cfg).search) is ClosingSearch
-    assert type(Prover(engine, policy, LinkConfig(beam=8, batch=64)).search) is SparseClosingSearch
+    assert type(Prover(engine, policy, LinkConfig(beam=8, batch=64)).search) is ClosingSearch   # a device: sync-free
     reset()

@@ -231,25 +231,33 @@ def rule_confidence(kg: KnowledgeGraph, rules, triples: torch.Tensor, max_bytes:
     return confidence_table(kg, rules, max_bytes)[t[:, 0], t[:, 1], t[:, 2]]
 
 
-def confidence_table(kg: KnowledgeGraph, rules, max_bytes: int = 2**28) -> torch.Tensor:
-    """[P, C+1, C+1] float64: per head relation r and pair (h, t), the highest confidence among `rules` with head r
-    whose body holds for (h, t), 0 where none does. Per rule its body's pairs: an oriented adjacency (length 1)
-    or the product of two (length 2: path counts, > 0 where some z links them); one [C+1]^2 matmul per rule
-    (Kinship: 329 rules, tens of ms) instead of a test per (triple, rule). Dense: 2R (C+1)^2 float32 adjacency
-    and P (C+1)^2 float64 out, refused above max_bytes."""
-    R, N, P = kg.n_predicates - FIRST_PRED, kg.n_constants + 1, kg.n_predicates
-    need = (2 * R * 4 + P * 8) * N * N
-    if need > max_bytes:
-        raise ValueError(f"confidence_table: dense tables need {need:,} bytes > max_bytes={max_bytes:,}")
+def body_holds(kg: KnowledgeGraph, rules, max_bytes: int = 2**28):
+    """Per rule of `rules`, (rule, [C+1, C+1] bool: the (h, t) pairs its body holds for on kg's facts): an oriented
+    adjacency (length 1) or the product of two (length 2: path counts, > 0 where some z links them); one [C+1]^2
+    matmul per rule (Kinship: 329 rules, tens of ms) instead of a test per (triple, rule). The 2R dense float32
+    adjacencies are refused above max_bytes."""
+    R, N = kg.n_predicates - FIRST_PRED, kg.n_constants + 1
+    if 2 * R * 4 * N * N > max_bytes:
+        raise ValueError(f"body_holds: dense adjacencies need {2 * R * 4 * N * N:,} bytes > max_bytes={max_bytes:,}")
     adj = torch.zeros(2 * R, N, N)                                   # [n_or, N, N] 0/1
     o, src, dst = oriented_edges(kg, "cpu")
     adj[o, src, dst] = 1.0
-    best = torch.zeros(P, N, N, dtype=torch.float64)
     for m in rules:
         a = adj[2 * (m.body[0][0] - FIRST_PRED) + m.body[0][1]]
         if len(m.body) == 2:
             a = a @ adj[2 * (m.body[1][0] - FIRST_PRED) + m.body[1][1]]  # paths x -> z -> y (exact counts)
-        best[m.head] = torch.where(a > 0, torch.clamp(best[m.head], min=m.confidence), best[m.head])
+        yield m, a > 0
+
+
+def confidence_table(kg: KnowledgeGraph, rules, max_bytes: int = 2**28) -> torch.Tensor:
+    """[P, C+1, C+1] float64: per head relation r and pair (h, t), the highest confidence among `rules` with head r
+    whose body holds for (h, t) (`body_holds`), 0 where none does; refused above max_bytes (with the adjacencies)."""
+    N, P = kg.n_constants + 1, kg.n_predicates
+    if P * 8 * N * N > max_bytes:
+        raise ValueError(f"confidence_table: the table needs {P * 8 * N * N:,} bytes > max_bytes={max_bytes:,}")
+    best = torch.zeros(P, N, N, dtype=torch.float64)
+    for m, holds in body_holds(kg, rules, max_bytes):
+        best[m.head] = torch.where(holds, torch.clamp(best[m.head], min=m.confidence), best[m.head])
     return best
 
 

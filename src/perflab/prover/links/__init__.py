@@ -7,8 +7,8 @@
     checks          the search against the oracle, sync-free; ranks across search batches
     claims          LINK_CLAIMS (kg_*) and what judges each
     study           the notebook's calls in order; IMPLS names the versions
-    search          the beam search: every proof of two steps, fixed shapes, no host read (BeamSearch: today's;
-                    ClosingSearch, SparseClosingSearch: the last step a membership test)
+    search          the beam search: every proof of two steps (BeamSearch: today's, fixed shapes, no host read;
+                    ClosingSearch: the last step a membership test; SparseClosingSearch: its CPU form)
     floor           the floor: 1-N embedding scores and the mined rules' table, proved for all candidates at once
     embeddings      ComplEx with reciprocal relations, trained on the training facts
     combine         the embedding's score plus a proof bonus, fitted on valid

@@ -37,8 +37,7 @@ import math
 
 import torch
 
-from ..core.kg import FIRST_PRED
-from ..core.mining import oriented_edges
+from ..core.mining import body_holds
 from ..core.ranking import CandidateSet, metrics, ranks
 
 FEATURES = ("embedding log-prob", "proved", "rule log-weight", "policy log-prob",
@@ -54,18 +53,15 @@ class RuleTable:
     triple by triple), as one [n_rules + 1, N, N] bool table (the last rule: a pad that never fires), and per
     head relation the ids of its rules ([n_predicates, K], the pad where a head has fewer than K)."""
 
-    def __init__(self, kg, rules):
+    def __init__(self, kg, rules, max_bytes: int = 2**28):
         rules = list(rules)
-        R, N = kg.n_predicates - FIRST_PRED, kg.n_constants + 1
-        adj = torch.zeros(2 * R, N, N)                               # [n_or, N, N] 0/1 per oriented relation
-        o, src, dst = oriented_edges(kg, "cpu")
-        adj[o, src, dst] = 1.0
+        N = kg.n_constants + 1
+        if (len(rules) + 1) * N * N > max_bytes:
+            raise ValueError(f"RuleTable: {len(rules)} rules x {N}^2 pairs need {(len(rules) + 1) * N * N:,} bytes > "
+                             f"max_bytes={max_bytes:,}")
         holds = torch.zeros(len(rules) + 1, N, N, dtype=torch.bool)
-        for i, m in enumerate(rules):
-            a = adj[2 * (m.body[0][0] - FIRST_PRED) + m.body[0][1]]
-            if len(m.body) == 2:
-                a = a @ adj[2 * (m.body[1][0] - FIRST_PRED) + m.body[1][1]]   # paths x -> z -> y, counted
-            holds[i] = a > 0
+        for i, (_, h) in enumerate(body_holds(kg, rules, max_bytes)):
+            holds[i] = h
         by_head: dict[int, list] = {}
         for i, m in enumerate(rules):
             by_head.setdefault(m.head, []).append(i)

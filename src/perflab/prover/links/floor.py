@@ -2,7 +2,7 @@
 
     table = rule_table(kg, rules)                      # [P, C+1, C+1] log max confidence of a mined rule whose body holds
     proved, log_conf = proved_by_table(table, cands)   # [N] bool, [N] float: "proved" for all candidates, one lookup each
-    n = floor_pass(kg, model, table, queries)          # both sides' candidates scored: ComplEx 1-N + the table
+    n = floor_pass(model, table, queries, sides)       # both sides' candidates (side_candidates) scored: ComplEx 1-N + the table
 
 A mined rule proves (h, r, t) in two steps (the rule, then its facts) exactly when its body holds for (h, t): the
 nonzeros of one oriented adjacency or of a product of two (`mining.confidence_table`). So "proved" for every

@@ -27,10 +27,10 @@ compaction and the scatters (on [B, M, N] planes, int32, a dense fact table); th
 list come from the candidates' atoms in place (`successor_log_probs`: the policy embeds a state as the mean of its
 atoms, so order and padding do not matter), and the last step's parents carry only the atom columns that can be
 real (1 + (depth - 1) of them from a one-atom query). `SparseClosingSearch` runs that policy only on the rows where
-some child closes (one Kinship chunk: 22 of its 512 last-step rows), at the price of one host read per chunk (not under CUDA
-graphs). Same proofs, same scores up to float rounding (the tests: 1e-5). Measured side by side
-(tools/link-throughput.py, this 2-core CPU, 1 thread, batch 512, loaded): 2.4-2.7x (ClosingSearch) and 3.4-4.5x
-(SparseClosingSearch) today's candidates/s on Kinship, Nations and UMLS; 6.6-8.1x at batch 2048.
+some child closes (a few percent of the rows on Kinship), at the price of one host read per chunk (not under CUDA
+graphs: the CPU's). Same proofs, same scores up to float rounding (the tests: 1e-5). Measured side by side
+(tools/link-throughput.py, outputs/kg/891c0b4/: 2-core CPU, 1 thread): on Nations' whole split 2.3x (ClosingSearch)
+and 3.1x (SparseClosingSearch) today's candidates/s at batch 512, 3.7x and 5.9x at 2048.
 
 Cost per candidate: 1 + width * (depth - 1) rows derived, against the greedy loop's one row per step
 (until the chunk's slowest candidate is done, at most max_depth steps). `batch` counts rows per step: a
