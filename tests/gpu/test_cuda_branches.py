@@ -71,9 +71,9 @@ CUDA_BRANCHES = {
     "prover/core/step.py::GreedyStep.__call__":
         "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "prover/core/rollout.py::_call": "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
-    "prover/links/search.py::BeamSearch.chunk": P03 + "test_cuda_03_search_under_cuda_graphs",
-    "prover/links/search.py::ClosingSearch._first_steps":
-        "tests/prover/test_prover_links_speed.py::test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs",
+    # every search's steps (BeamSearch.chunk and ClosingSearch's first steps); the closing search's own GPU test is
+    # tests/prover/test_prover_links_speed.py::test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs
+    "prover/links/search.py::BeamSearch._steps": P03 + "test_cuda_03_search_under_cuda_graphs",
     "probe1d/optimized.py::OptimizedSolver._graph_call": P01 + "test_cuda_probe1d_fit_under_cuda_graphs_equals_eager",
     "probe1d/optimized.py::OptimizedSolver._lm": P01 + "test_cuda_probe1d_fit_under_cuda_graphs_equals_eager",
     "latentwire/optimized.py::OptimizedTrainer.__init__": P06 + "test_cuda_06_gradients_under_cuda_graphs_equal_eager",

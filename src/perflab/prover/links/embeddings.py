@@ -74,6 +74,12 @@ class ComplEx(nn.Module):
             return torch.cat([torch.log_softmax(self.scores(h[i:i + chunk], r[i:i + chunk]), -1)
                               for i in range(0, len(q), chunk)] or [torch.zeros(0, self.ent.shape[0])])
 
+    def candidate_log_probs(self, queries: torch.Tensor, side: str, cands: torch.Tensor) -> torch.Tensor:
+        """[Q, C]: each candidate's (cands [Q, C, 3]) log-probability of the entity on `side` (`side_log_probs`
+        gathered), on the model's device."""
+        pos = 1 if side == "head" else 2
+        return self.side_log_probs(queries, side).gather(1, cands[..., pos].to(self.ent.device))
+
 
 @dataclasses.dataclass
 class EmbeddingLog:

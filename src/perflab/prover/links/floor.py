@@ -55,8 +55,7 @@ def floor_pass(model, table: torch.Tensor, queries: torch.Tensor, sides: dict) -
     log-probabilities gathered at each candidate and the rule table's lookup. -> candidates scored."""
     n = 0
     for side, (cs, flat) in sides.items():
-        pos = 1 if side == "head" else 2
-        model.side_log_probs(queries, side).gather(1, cs.cands[..., pos].to(model.ent.device))  # [Q, C]
+        model.candidate_log_probs(queries, side, cs.cands)                                       # [Q, C]
         proved_by_table(table, flat)
         n += len(flat)
     return n

@@ -89,8 +89,7 @@ def score_split(kg, queries: torch.Tensor, search: BeamSearch, model, batch: int
         res = search.score(cs.flat().to(dev), batch, FAIL_SCORE)
         search_s += res.seconds
         t0 = time.perf_counter()
-        pos = 1 if side == "head" else 2
-        le = model.side_log_probs(queries, side).cpu().gather(1, cs.cands[..., pos])    # [Q, C]
+        le = model.candidate_log_probs(queries, side, cs.cands).cpu()                     # [Q, C]
         emb_s += time.perf_counter() - t0
         proven = cs.unflatten(res.proven, fill=False)
         ids = table.fired(cs.cands) if table is not None else None                       # [Q, C, K]

@@ -111,6 +111,11 @@ class BeamSearch:
 
     def chunk(self, queries: torch.Tensor):
         """The search of one chunk of queries [B, 3] -> (best [B], best_w [B], best_d [B])."""
+        return self._steps(queries, self.depth)[4:7]
+
+    def _steps(self, queries: torch.Tensor, n: int):
+        """`n` steps of `expand` from queries [B, 3] -> its eight operands after them (states, next_var, score,
+        log_w, best, best_w, best_d, t), in one CUDA-graph generation."""
         B, dev = queries.shape[0], queries.device
         states, nv = self.engine.initial(queries)
         states, nv = states[:, None], nv[:, None]                                   # [B, 1, A, 3]: W = 1 first
@@ -122,10 +127,10 @@ class BeamSearch:
         t = torch.zeros((), dtype=torch.long, device=dev)  # a device tensor: one graph for every step, no copy in
         if self._step.cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()  # one generation per chunk: its steps read each other's outputs
-        for _ in range(self.depth):
+        for _ in range(n):
             fn = self._step.compiled(f"beam{self.width}_w{states.shape[1]}", self.expand)
             states, nv, score, log_w, best, best_w, best_d, t = fn(states, nv, score, log_w, best, best_w, best_d, t)
-        return best, best_w, best_d
+        return states, nv, score, log_w, best, best_w, best_d, t
 
     def score(self, candidates: torch.Tensor, batch: int, fail_score: float = -100.0) -> SearchResult:
         """Best proof of each candidate [N, 3], chunks of batch // width candidates (the tail padded by
@@ -165,22 +170,9 @@ class ClosingSearch(BeamSearch):
     def _first_steps(self, queries: torch.Tensor):
         """All steps but the last (`expand`) -> the last step's beams: states [B, W, m, 3] cut to the m atoms a
         state can hold after depth - 1 steps from a one-atom query, and the other seven of `expand`'s operands."""
-        B, dev = queries.shape[0], queries.device
-        states, nv = self.engine.initial(queries)
-        states, nv = states[:, None], nv[:, None]                                   # [B, 1, A, 3]: W = 1 first
-        score = torch.zeros(B, 1, device=dev)
-        log_w = torch.zeros(B, 1, device=dev)
-        best = torch.full((B,), NEG_INF, device=dev)
-        best_w = torch.zeros(B, device=dev)
-        best_d = torch.zeros(B, dtype=torch.long, device=dev)
-        t = torch.zeros((), dtype=torch.long, device=dev)
-        if self._step.cudagraphs:
-            torch.compiler.cudagraph_mark_step_begin()  # one generation per chunk: its steps read each other's outputs
-        for _ in range(self.depth - 1):
-            fn = self._step.compiled(f"beam{self.width}_w{states.shape[1]}", self.expand)
-            states, nv, score, log_w, best, best_w, best_d, t = fn(states, nv, score, log_w, best, best_w, best_d, t)
+        states, *rest = self._steps(queries, self.depth - 1)
         m = min(self.engine.A, 1 + (self.depth - 1) * (BODY - 1))   # atoms a state holds after depth - 1 steps
-        return states[:, :, :m], nv, score, log_w, best, best_w, best_d, t
+        return states[:, :, :m], *rest
 
     def close(self, states, next_var, score, log_w, best, best_w, best_d, t):
         """The last step of [B, W] beams of m atoms -> the best proof (best [B], best_w [B], best_d [B])."""

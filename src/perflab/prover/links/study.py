@@ -50,8 +50,7 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
         proven = []
         for side, (cs, _) in sides.items():
             proven.append(search.score(flats[side], cfg.batch).proven.cpu())
-            pos = 1 if side == "head" else 2
-            model.side_log_probs(queries, side).gather(1, cs.cands[..., pos].to(model.ent.device))
+            model.candidate_log_probs(queries, side, cs.cands)
         return torch.cat(proven)
 
     built = {name: cls(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
