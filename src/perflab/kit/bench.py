@@ -15,7 +15,6 @@ how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-c
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -25,6 +24,7 @@ from torch.utils.benchmark.utils.common import Measurement
 
 from .env import synchronize
 from .formatting import fmt_seconds
+from .rounds import BlockTimer, PairedTimer  # the verdicts' timers: perflab.kit.rounds
 
 __all__ = ["measure", "measure_interleaved", "BlockTimer", "PairedTimer", "summary", "fmt", "fmt_seconds", "speedup", "compare",
            "memory_bandwidth", "matmul_peak", "Measurement"]
@@ -76,91 +76,6 @@ def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: d
                                     description=(descriptions or {}).get(k, ""), warmup=warmup if r == 0 else 0,
                                     min_run_time=min_run_time / rounds, max_run_time=max_run_time / rounds, **kw))
     return {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
-
-
-class BlockTimer:
-    """One callable timed in blocks: each call of the timer times one block of about `block` seconds of calls and
-    returns the seconds per call (a sample for `perflab.kit.verdicts.decide_value` / `decide_time`).
-
-        t = BlockTimer(f, block=0.001, device=device)   # warms up and sizes the block
-        seconds_per_call = t()
-
-    The calls per block are set from single calls: one when a call already fills a block, else the median of three
-    (one may have been preempted). The device is synchronized before and after each block (`perflab.kit.env.synchronize`,
-    so queued GPU work is inside the block that launched it; `device` None: the default device, resolved once here,
-    since the first CUDA query of a process costs ~0.1-0.3 s). `clock` replaces `time.perf_counter` (tests drive a
-    simulated one). `warmup` untimed calls come first (compiles, allocator growth, caches)."""
-
-    def __init__(self, fn: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
-                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None, name: str = "fn"):
-        from .env import pick_device
-
-        if not callable(fn):
-            raise TypeError(f"{name} must be a callable taking no arguments, got {type(fn).__name__}")
-        if isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0:
-            raise ValueError(f"block must be > 0 seconds, got {block!r}")
-        if warmup < 0:
-            raise ValueError(f"warmup must be >= 0, got {warmup!r}")
-        self.fn, self.clock = fn, clock or time.perf_counter
-        self.device = torch.device(device) if device is not None else pick_device("auto")
-        for _ in range(warmup):
-            fn()
-        t = self.time(1)
-        if t < block:
-            t = sorted([t, self.time(1), self.time(1)])[1]
-        self.calls = max(1, min(1_000_000, round(block / max(t, 1e-9))))
-
-    def time(self, n: int) -> float:
-        """Seconds per call over `n` calls, the device synchronized around them."""
-        synchronize(self.device)
-        t0 = self.clock()
-        for _ in range(n):
-            self.fn()
-        synchronize(self.device)
-        return (self.clock() - t0) / n
-
-    def __call__(self) -> float:
-        return self.time(self.calls)
-
-
-class PairedTimer:
-    """Two callables timed in paired rounds: each `round()` times one block of calls of `a` and one of `b`
-    (`BlockTimer`s), in an order drawn at random for each round, and returns the two times per call in seconds.
-    Random, not alternating: a process that takes the core every few blocks would hit the same side of every
-    round under a fixed pattern (a b, b a, a b, ...), skewing the rounds one way; drawn, it hits either side alike.
-
-        pt = PairedTimer(f_base, f_opt, block=0.001, device=device)   # warms up and sizes the blocks
-        t_a, t_b = pt.round()
-
-    A block of each side lasts about `block` seconds: both sides are then equally exposed to what else the machine
-    does. Blocks are short (1 ms by default): on a shared machine another process takes the core for milliseconds at
-    a time, so a short block is either untouched or visibly spoiled, and the median over many rounds reads the
-    untouched ones; a long block collects a varying number of interruptions and every round is noisy
-    (`tools/block-size.py`, kept in outputs/battery/: the 99.9% interval of a 1.5x speedup under two busy processes
-    on 2 cores, 2 s of rounds: [1.495, 1.504] with 1 ms blocks, [1.279, 1.567] with 10 ms). `warmup` untimed calls of
-    each side come first: compile time is never in a round."""
-
-    def __init__(self, a: Callable[[], object], b: Callable[[], object], *, block: float = 0.001, warmup: int = 1,
-                 device: torch.device | str | None = None, clock: Callable[[], float] | None = None, seed: int = 0):
-        import random
-
-        self.order = random.Random(seed)  # which side goes first, drawn per round (seeded: a run can be repeated)
-        for name, f in (("a", a), ("b", b)):
-            if not callable(f):
-                raise TypeError(f"PairedTimer: {name} must be a callable taking no arguments, got {type(f).__name__}")
-        for _ in range(warmup):
-            a(), b()
-        self.timers = tuple(BlockTimer(f, block=block, warmup=0, device=device, clock=clock, name=name)
-                            for name, f in (("a", a), ("b", b)))
-        self.calls = tuple(t.calls for t in self.timers)
-        self.rounds = 0
-
-    def round(self) -> tuple[float, float]:
-        """One block of each side, in an order drawn for this round: (a's, b's) seconds per call."""
-        order = (0, 1) if self.order.random() < 0.5 else (1, 0)
-        t = {side: self.timers[side]() for side in order}
-        self.rounds += 1
-        return t[0], t[1]
 
 
 def summary(m: Measurement) -> dict:

@@ -1,7 +1,8 @@
 """Verdicts: a claim's threshold against a measured interval, and measurements that go on until they decide.
 
     d = decide_speedup(lambda: f_base(x), lambda: f_opt(x), at_least=2.0, max_run_time=2.0)
-    d.verdict, d.value, d.low, d.high, d.rounds, d.seconds    # 'holds', 2.41, 2.30, 2.55, 12, 0.31
+    d.verdict, d.value, d.low, d.high, d.rounds, d.seconds    # 'holds', 2.41, 2.30, 2.55, 40, 0.61
+    d.typical, d.calls, d.note                                # 2.45 (the median round's), (3, 8), ''
     judge(Measured(4.1, 3.8, 4.5), at_least=4.0)             # 'within noise': the interval straddles 4
 
 The rule (`judge`, one for every study): the whole interval on the claim's side of its threshold: "holds"; the
@@ -9,35 +10,61 @@ whole interval on the other side: "does not hold", or "partly holds" when the wh
 `partly` (a smaller threshold on the claim's side: a real but smaller effect); the interval straddles the
 threshold: "within noise". A claim about a setup this run does not have is "not tested here" (`perflab.kit.claims`).
 
-How `decide_speedup` measures (paired rounds, a distribution-free interval, sequential stopping):
-- Each round times one block of the baseline and one of the optimized version, in a random order, each block
-  ~`block` seconds long (1 ms) (`perflab.kit.bench.PairedTimer`); the round's value is the ratio of the two times per call.
-  A machine that drifts or is shared slows both blocks of a round alike; a preemption spoils one round, not a side.
-  The speedup is then the typical call's: where one call fills a block (a whole step or run), a cost that recurs
-  only every few calls on one side (an allocator growth, a worker refill, a sync every N steps) is an outlier to the
-  median; a block of several calls folds it into every round (`block=`).
-- The speedup is the median of the rounds' ratios. Its interval is the order-statistic confidence interval of a
-  median (the sign test's: the number of rounds below the true median is Binomial(n, 1/2)), which assumes only that
-  rounds are independent draws with one median: no normality, and outliers (a round hit by another process) move
-  it by one rank, not by their size.
-- Sequential: the interval is looked at after the first rounds that can give one, then each time the rounds have
-  grown by a quarter, until it lies on one side of the threshold (the verdict) or `max_run_time` is spent
-  ("within noise"). Looking often would inflate the error rate; look k is made at level alpha_k = alpha * 6 /
-  (pi^2 k^2), with alpha = 1 - confidence, and these sum to alpha over any number of looks (a union bound, whatever
-  the dependence between looks). So the chance that any interval of the sequence misses the true median is at most
-  alpha, and a verdict on the wrong side (which needs a miss on that side) at most alpha / 2.
-Measured on claims of known truth (`perflab.runner.battery`, `perflab battery`), under a background load that the battery
-starts: the README's table.
+What a speed claim is judged on: the job's total time at steady state. `decide_speedup`'s value is the ratio of the
+two sides' mean times per call (total time over total calls, slow calls included: what a job's wall time sees); the
+typical call's ratio (the median round's) is reported beside it, and where the two intervals do not overlap the
+verdict's note says which side's slow calls part them.
+
+How the rounds are taken (`perflab.kit.rounds`):
+- Warm-up inside the budget: each side is called, in growing chunks, until its time per call is steady (at least
+  tens of calls; at most a quarter of `max_run_time`); a side not steady by then is named in the note.
+- Blocks of equal length: each side's calls per block are sized from its last tens of calls so that both blocks of a
+  round last about `block` seconds (or one call of the slower side); a side whose blocks drift more than 2x from
+  that length is re-sized, and the note says so.
+- Paired rounds: one block of each side, in an order drawn per round. Only the calls are inside a block's window
+  on a CPU, and another process's turns on the core are taken out of it (`rounds.Stopwatch`).
+- The interval of the ratio of means is Fieller's over batch means (`perflab.kit.intervals.ratio_interval`): the
+  rounds are cut into consecutive batches (each round its own while there are few, then about sqrt(n)), so rounds
+  that move together under a drifting load count as one. Every other quantity (`decide_saving`, `decide_time`,
+  `decide_value`, `decide_rate`) gets the same batch-means treatment: its mean, its interval, its typical beside.
+- Sequential: the interval is looked at after 8 rounds, then each time the rounds have grown by a quarter, until it
+  lies on one side of the threshold (the verdict) or the next round would not fit in `max_run_time`. Look k is
+  made at level alpha_k = alpha * 6 / (pi^2 k^2), alpha = 1 - confidence; these sum to alpha over any number of
+  looks (a union bound), so a verdict on the wrong side happens at most alpha / 2 of the time (0.5%) where the
+  batch means are close to normal: measured on claims of known truth that behave as real code does, under load
+  and in simulation (`perflab battery`; the README's table).
+- Before a verdict the rounds are checked for a trend (a line through the batches' ratios, told apart from flat at
+  1%): a look that sees one does not decide, and a verdict reached with one says so.
+- Then, where the budget allows, a few rounds with blocks 8x longer: fine interleaving can change a side's own cost
+  (its caches, the allocator); a longer-block ratio outside the decision's interval (and the decision's value
+  outside its) is flagged in the note.
+- The budget is wall time: warm-up, calibration, rounds and the check stay within `max_run_time`, or one call when a
+  call is longer (a round that would not fit is not started); `Decision.seconds` is that wall time. Compile before
+  deciding: a first call that compiles is a call.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import random
 from collections.abc import Callable, Sequence
+
+from .intervals import mean_interval, median, median_interval, prepare, ratio_interval, trend
 
 VERDICTS = ("holds", "partly holds", "does not hold", "within noise", "fixed", "not tested here")
 CONFIDENCE = 0.99  # of every interval a decision gives: a wrong verdict at most (1 - CONFIDENCE) / 2 per side
 GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
+FIRST = 8          # rounds before the first look
+BLOCK = 0.005      # seconds of each side's block in a round
+WARM_SHARE = 0.25  # the most of the budget a warm-up takes
+WARM_MIN = 0.1     # ... and the least (up to WARM_MIN_S seconds): a plateau of slow first calls is not steady
+WARM_MIN_S = 0.5
+LONG = 4           # the check's blocks are this many times longer
+CHECK_LEVEL = 0.05  # the check disagrees when the decision's value is outside the check's 95% interval too (a flag
+# and a restart with longer blocks, not a verdict: a false alarm costs time, not a wrong verdict)
+TREND = 0.03       # a trend smaller than this over the rounds is not one
+UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is first looked at after this share of
+# the budget in rounds, over FEW batches: the machine's speed drifts for tens to hundreds of ms (outputs/battery)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,56 +81,31 @@ class Measured:
 
     @classmethod
     def from_samples(cls, samples: Sequence[float], confidence: float = CONFIDENCE) -> Measured:
-        """The median of independent `samples` and its distribution-free `confidence` interval (one look); with too
-        few samples for that confidence the interval is unbounded (a verdict on it is "within noise")."""
-        xs = sorted(float(x) for x in samples)
+        """The mean of `samples` (in the order they were taken) and its `confidence` interval over batch means
+        (one look: `perflab.kit.intervals.mean_interval`); unbounded with fewer than two."""
+        xs = [float(x) for x in samples]
         if not xs:
             raise ValueError("Measured.from_samples: no samples")
-        low, high = median_interval(xs, 1 - confidence)
-        return cls(_median(xs), low, high)
+        v = sum(xs) / len(xs)
+        low, high = mean_interval(xs, 1 - confidence)
+        return cls(v, min(low, v), max(high, v))
 
     @classmethod
     def ratio(cls, a, b, confidence: float = CONFIDENCE, scale: float = 1.0) -> Measured:
-        """median(a) / median(b) x `scale` for two independent sets of samples (e.g. the block times of two
-        `Measurement`s, which are used as is): each median's interval at 1 - alpha/2, so the ratio's bounds hold
-        together with `confidence`. Paired rounds (`decide_speedup`) give a narrower interval for the same time."""
-        xa, xb = (sorted(float(t) for t in getattr(x, "times", x)) for x in (a, b))
+        """mean(a) / mean(b) x `scale` for two independent sets of samples (e.g. the block times of two
+        `Measurement`s, in order): each mean's interval at 1 - alpha/2, so the ratio's bounds hold together with
+        `confidence`. Paired rounds (`decide_speedup`) give a narrower interval for the same time."""
+        xa, xb = ([float(t) for t in getattr(x, "times", x)] for x in (a, b))
         alpha = 1 - confidence
-        (la, ha), (lb, hb) = median_interval(xa, alpha / 2), median_interval(xb, alpha / 2)
-        v = _median(xa) / _median(xb) * scale
-        low = la / hb * scale if hb < math.inf else 0.0
+        (la, ha), (lb, hb) = mean_interval(xa, alpha / 2), mean_interval(xb, alpha / 2)
+        v = sum(xa) / len(xa) / (sum(xb) / len(xb)) * scale
+        low = max(la, 0.0) / hb * scale if hb < math.inf else 0.0
         high = ha / lb * scale if lb > 0 and ha < math.inf else math.inf
         return cls(v, min(low, v), max(high, v))
 
     def __post_init__(self):
         if not self.low <= self.value <= self.high:
             raise ValueError(f"Measured needs low <= value <= high, got {self.low}, {self.value}, {self.high}")
-
-
-def _median(xs: list[float]) -> float:
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
-def _binom():
-    from scipy.stats import binom  # imported on first use (~0.4 s): `perflab` commands that judge nothing skip it
-
-    return binom
-
-
-def median_interval(xs: Sequence[float], alpha: float) -> tuple[float, float]:
-    """The order-statistic interval [x_(l), x_(n+1-l)] of sorted `xs` that holds their true median with probability
-    at least 1 - alpha (l the largest with P(Binomial(n, 1/2) <= l - 1) <= alpha / 2); (-inf, inf) when n is too
-    small for any."""
-    binom = _binom()
-    n = len(xs)
-    if n == 0 or 2 * 0.5 ** n > alpha:
-        return -math.inf, math.inf
-    j = int(binom.ppf(alpha / 2, n, 0.5))  # smallest j with P(B <= j) >= alpha/2
-    if binom.cdf(j, n, 0.5) > alpha / 2:
-        j -= 1
-    j = min(j, (n - 1) // 2)
-    return xs[j], xs[n - 1 - j]
 
 
 def _check_rule(who: str, at_least, at_most, partly) -> None:
@@ -153,10 +155,16 @@ def _settled(m: Measured, at_least, at_most, partly) -> bool:
     return partly is None or (m.high < partly if at_least is not None else m.low > partly)
 
 
+def _g(x: float) -> str:
+    return f"{x:.3g}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
+
+
 @dataclasses.dataclass(frozen=True)
 class Decision:
-    """What a `decide_*` call measured and concluded: the verdict, the median and its interval, how many rounds over
-    how many seconds, and the rule it was judged by. `.measured` is the same numbers as a `Measured`."""
+    """What a `decide_*` call measured and concluded: the verdict, the value judged (a mean: for a speedup the ratio
+    of mean times per call) and its interval, the typical round's value beside it, how many rounds of how many calls
+    over how many seconds of wall time, and the rule it was judged by. `.measured` is the judged numbers as a
+    `Measured`, `.typical_measured` the typical ones."""
     verdict: str
     value: float
     low: float
@@ -169,18 +177,29 @@ class Decision:
     at_most: float | None = None
     partly: float | None = None
     samples: tuple = ()                 # each round's value, in order
-    calls: tuple = ()                   # calls per block (paired rounds)
-    note: str = ""                      # why an undecided verdict could not be decided, when the budget is the cause
+    calls: tuple = ()                   # calls per block of each side (paired rounds: baseline, optimized)
+    note: str = ""                      # what the reader should know: budget, warm-up, drift, trend, slow calls
+    typical: float = math.nan           # the median round's value
+    typical_low: float = -math.inf
+    typical_high: float = math.inf
+    block: float = 0.0                  # seconds of a block (each side's, paired)
+    warmup_calls: tuple = ()            # calls each side made before the rounds
+    longer: float = math.nan            # the value over blocks LONG x longer (the check), nan when not run
+    waits_removed: bool = False         # whether another process's turns on the core were taken out of the blocks
 
     @property
     def measured(self) -> Measured:
         return Measured(self.value, self.low, self.high)
 
+    @property
+    def typical_measured(self) -> Measured:
+        return Measured(self.typical, min(self.typical_low, self.typical), max(self.typical_high, self.typical))
+
     def rejudge(self, *, at_least: float | None = None, at_most: float | None = None,
                 partly: float | None = None) -> Decision:
-        """The same measurement judged against another threshold (another claim about the same ratio). Valid: every
+        """The same measurement judged against another threshold (another claim about the same value). Valid: every
         interval of the sequence holds at once with the stated confidence (module doc), so the one the rounds
-        stopped at covers the true median whatever rule stopped them; it may just be wider than that rule needs."""
+        stopped at covers the true value whatever rule stopped them; it may just be wider than that rule needs."""
         _check_rule("rejudge", at_least, at_most, partly)
         return dataclasses.replace(self, verdict=judge(self.measured, at_least=at_least, at_most=at_most,
                                                        partly=partly), at_least=at_least, at_most=at_most,
@@ -188,15 +207,27 @@ class Decision:
 
     @property
     def interval(self) -> str:
-        """'2.41 [2.30, 2.55] (99% interval, 12 rounds, 0.31 s)'"""
-        def g(x):
-            return f"{x:.3g}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
-        return (f"{g(self.value)} [{g(self.low)}, {g(self.high)}] ({self.confidence:.0%} interval, {self.rounds} "
+        """'2.41 [2.30, 2.55] (99% interval, 40 rounds, 0.61 s)'"""
+        return (f"{_g(self.value)} [{_g(self.low)}, {_g(self.high)}] ({self.confidence:.0%} interval, {self.rounds} "
                 f"rounds, {self.seconds:.2f} s)")
+
+    @property
+    def how(self) -> str:
+        """What was measured, in words: 'mean of 40 paired rounds of 3 and 8 calls (blocks of 5 ms), typical 2.45'."""
+        what = "paired rounds" if len(self.calls) == 2 else "rounds"
+        per = f" of {' and '.join(map(str, self.calls))} calls" if self.calls else ""
+        blk = f" (blocks of {self.block * 1e3:.3g} ms)" if self.block else ""
+        typ = f", typical {_g(self.typical)}" if math.isfinite(self.typical) else ""
+        return f"mean of {self.rounds} {what}{per}{blk}{typ}"
 
     def __str__(self) -> str:
         rule = f">= {self.at_least:g}" if self.at_least is not None else f"<= {self.at_most:g}"
-        return f"{self.quantity} {self.interval}, claim {rule}: {self.verdict}"
+        return (f"{self.quantity} {self.interval}, claim {rule}: {self.verdict}"
+                + (f" ({self.note})" if self.note else ""))
+
+
+def _alpha(k: int, alpha: float) -> float:
+    return alpha * 6 / (math.pi ** 2 * k ** 2)
 
 
 def _positive(who: str, name: str, x, what: str = "a number") -> None:
@@ -204,15 +235,8 @@ def _positive(who: str, name: str, x, what: str = "a number") -> None:
         raise ValueError(f"{who}: {name} must be {what} > 0, got {x!r}")
 
 
-def _start(who: str, fns: dict, *, rule: dict, max_run_time, confidence, warmup: int, clock, device=None,
-           block=None):
-    """What every decide_* does first, in one place: refuse bad arguments (naming them), import the binomial table,
-    call each of `fns` `warmup` times (compiles and first calls stay out of the budget) and resolve the device
-    before the clock starts (a first CUDA query costs ~0.1-0.3 s). -> (device, clock)"""
-    import time
-
-    from .env import pick_device
-
+def _check_args(who: str, fns: dict, *, rule: dict, max_run_time, confidence, block=None) -> None:
+    """Refuse bad arguments, naming them."""
     for name, f in fns.items():
         if not callable(f):
             raise TypeError(f"{who}: {name} must be a callable taking no arguments (e.g. lambda: f(x)), "
@@ -221,130 +245,398 @@ def _start(who: str, fns: dict, *, rule: dict, max_run_time, confidence, warmup:
     _positive(who, "max_run_time", max_run_time, "a number of seconds")
     if isinstance(confidence, bool) or not isinstance(confidence, float) or not 0.5 <= confidence < 1:
         raise ValueError(f"{who}: confidence must be a float in [0.5, 1), got {confidence!r}")
-    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float)) or not block > 0):
-        raise ValueError(f"{who}: block must be > 0 seconds, got {block!r}")
-    _binom()
-    for _ in range(warmup):
-        for f in fns.values():
-            f()
-    if block is not None:  # timed in blocks: synchronized around each
-        device = pick_device(device if device is not None else "auto")
-    return device, clock or time.perf_counter
+    if block is not None:
+        _positive(who, "block", block, "a number of seconds")
 
 
-def _alpha(k: int, alpha: float) -> float:
-    return alpha * 6 / (math.pi ** 2 * k ** 2)
+class _Looks:
+    """The sequential loop shared by every decide_*: rounds until a look's interval settles the claim (and the rounds
+    show no trend) or the next round would not fit before `deadline` (module doc)."""
 
+    def __init__(self, *, rule: dict, confidence: float, clock, deadline: float, min_rounds: int = 1,
+                 min_span: float = 0.0):
+        self.rule, self.alpha, self.clock, self.deadline = rule, 1 - confidence, clock, deadline
+        self.min_span = min_span
+        self.look = max(FIRST, min_rounds)
+        self.k = 0
+        self.durations: list[float] = []
+        self.m: Measured | None = None
+        self.drift = 0.0
 
-def _sequential(next_sample: Callable[[], float], *, quantity: str, at_least, at_most, partly, max_run_time: float,
-                confidence: float, clock: Callable[[], float], started: float, min_rounds: int = 1,
-                calls: tuple = ()) -> Decision:
-    """Draw samples until the interval of their median settles the claim or the budget is spent (module doc)."""
-    alpha = 1 - confidence
-    xs: list[float] = []
-    k, look = 1, 1
-    while 2 * 0.5 ** look > _alpha(1, alpha):  # the first look: the fewest samples that can give an interval
-        look += 1
-    first = look = max(look, min_rounds)
-    while True:
-        xs.append(float(next_sample()))
-        elapsed = clock() - started
-        out_of_time = elapsed + elapsed / len(xs) > max_run_time
-        if len(xs) >= look or out_of_time:
-            s = sorted(xs)
-            low, high = median_interval(s, _alpha(k, alpha))
-            m = Measured(_median(s), min(low, _median(s)), max(high, _median(s)))
-            k += 1
-            look = max(len(xs) + 1, math.ceil(len(xs) * GROWTH))
-            if _settled(m, at_least, at_most, partly) or out_of_time:
+    def run(self, one_round: Callable[[], None], interval: Callable[[float], Measured],
+            drift: Callable[[], float], first_round: float) -> None:
+        n = looked = 0
+        while True:
+            nxt = max(self.durations) if self.durations else first_round
+            if self.clock() + nxt > self.deadline:
                 break
-    note = ""
-    if not math.isfinite(m.low) and not math.isfinite(m.high):
-        note = (f"the budget ({max_run_time:g} s) ended after {len(xs)} rounds; the first {confidence:.0%} interval "
-                f"needs {first}: give more time")
-    return Decision(judge(m, at_least=at_least, at_most=at_most, partly=partly), m.value, m.low, m.high, len(xs),
-                    clock() - started, confidence, quantity, at_least, at_most, partly, tuple(xs), calls, note)
+            t0 = self.clock()
+            one_round()
+            self.durations.append(self.clock() - t0)
+            n += 1
+            if n >= self.look and sum(self.durations) >= self.min_span:
+                self._at(interval, drift)
+                looked = n
+                self.look = max(n + 1, math.ceil(n * GROWTH))
+                if not self.drift and _settled(self.m, **self.rule):
+                    return
+        if n and looked != n:  # the budget's end: one more look, charged as the next
+            self._at(interval, drift)
+
+    def restart(self) -> None:
+        """Rounds begin again (the looks made so far stay counted: their levels are spent)."""
+        self.durations.clear()
+        self.look = FIRST
+        self.m = None
+        self.drift = 0.0
+
+    def _at(self, interval, drift) -> None:
+        self.k += 1
+        self.m = interval(_alpha(self.k, self.alpha))
+        self.drift = drift()
+
+    @property
+    def level(self) -> float:
+        """The level of the last look (for the typical interval beside it)."""
+        return _alpha(max(self.k, 1), self.alpha)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.durations)
 
 
-def _paired(who: str, quantity: str, baseline, optimized, of: Callable[[float, float], float], *, at_least, at_most,
-            partly, max_run_time, confidence, block, warmup, min_rounds, device, clock) -> Decision:
-    from .bench import PairedTimer
+def _measured(v: float, lo: float, hi: float) -> Measured:
+    return Measured(v, min(lo, v), max(hi, v))
 
-    device, clock = _start(who, {"baseline": baseline, "optimized": optimized},
-                           rule=dict(at_least=at_least, at_most=at_most, partly=partly), max_run_time=max_run_time,
-                           confidence=confidence, warmup=warmup, clock=clock, device=device, block=block)
-    started = clock()
-    pt = PairedTimer(baseline, optimized, block=block, warmup=0, device=device, clock=clock)
 
-    def one() -> float:
-        tb, to = pt.round()
-        return of(tb, to)
-    return _sequential(one, quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
-                       max_run_time=max_run_time, confidence=confidence, clock=clock, started=started,
-                       min_rounds=min_rounds, calls=pt.calls)
+def _typical(values: list[float], level: float) -> tuple[float, float, float]:
+    if not values:
+        return math.nan, -math.inf, math.inf
+    lo, hi = median_interval(sorted(values), level)
+    return median(values), lo, hi
+
+
+def _budget_note(looks: _Looks, max_run_time: float, seconds: float, confidence: float) -> str:
+    if looks.rounds == 0:
+        return (f"no round fit in the budget ({max_run_time:g} s; {seconds:.2f} s went to the warm-up): a call is "
+                f"longer than the budget allows; compile or warm up before deciding, or give more time")
+    if looks.m is None or not (math.isfinite(looks.m.low) and math.isfinite(looks.m.high)):
+        return (f"the budget ({max_run_time:g} s) ended after {looks.rounds} rounds, too few for a {confidence:.0%} "
+                f"interval: give more time or smaller rounds")
+    return ""
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+class _Paired:
+    """One paired decision's state: the two sides, the rounds so far (each side's own seconds per call), the notes."""
+
+    def __init__(self, sides, sw, *, of: str, scale: float, block: float, seed: int):
+        from .rounds import size_blocks
+
+        self.sides, self.sw, self.of, self.scale, self.block = sides, sw, of, scale, block
+        self.order = random.Random(seed)
+        self.length = size_blocks(sides, block)
+        self.tb: list[float] = []
+        self.to: list[float] = []
+        self.notes: list[str] = []
+
+    def value_of(self, b: float, o: float) -> float:
+        if self.of == "ratio":
+            return self.scale * b / o if o > 0 else math.inf
+        return (b - o) * self.scale
+
+    @property
+    def per_round(self) -> list[float]:
+        return [self.value_of(b, o) for b, o in zip(self.tb, self.to)]
+
+    def round(self) -> None:
+        """One paired round; every FIRST rounds, a side whose blocks drifted from the length is re-sized (both kept
+        equal)."""
+        from .rounds import paired_round, size_blocks
+
+        (sb, nb), (so, no) = paired_round(self.sides, self.sw, self.order)
+        self.tb.append(sb / nb)
+        self.to.append(so / no)
+        if len(self.tb) % FIRST:
+            return
+        recent = [(b * self.sides[0].calls, o * self.sides[1].calls) for b, o in zip(self.tb[-FIRST:], self.to[-FIRST:])]
+        moved = [s.name for i, s in enumerate(self.sides) if s.drifted([r[i] for r in recent], self.length)]
+        if moved:
+            before = [s.calls for s in self.sides]
+            for i, s in enumerate(self.sides):
+                s.per_call = sum(r[i] for r in recent) / (FIRST * s.calls)
+            self.length = size_blocks(self.sides, self.block)
+            self.notes.append(f"re-sized at round {len(self.tb)}: {', '.join(moved)} drifted from its calibration "
+                              f"(calls per block {before[0]}/{before[1]} -> {self.sides[0].calls}/{self.sides[1].calls})")
+
+    def interval(self, level: float) -> Measured:
+        v = self.value_of(sum(self.tb) / len(self.tb), sum(self.to) / len(self.to))
+        if self.of == "ratio":
+            lo, hi = ratio_interval(self.tb, self.to, level)
+            return _measured(v, self.scale * lo, self.scale * hi)
+        lo, hi = mean_interval(self.per_round, level)
+        return _measured(v, lo, hi)
+
+    def drift(self) -> float:
+        if self.of == "ratio":
+            return _drift(trend([b / o for b, o in zip(self.tb, self.to) if o > 0]))
+        return _drift(trend(self.tb)) or _drift(trend(self.to))
+
+    def check(self, m: Measured, deadline: float) -> tuple[float, bool, str]:
+        """A few rounds with blocks LONG x longer, within what is left of the budget -> (their value, whether it
+        disagrees with `m`: outside its interval, and `m`'s value outside theirs at CHECK_LEVEL, a note)."""
+        from .rounds import paired_round
+
+        calls = [s.calls * LONG for s in self.sides]
+        one = sum(s.per_call * c for s, c in zip(self.sides, calls))
+        left = deadline - self.sw.clock()
+        if left < 4 * one:
+            return math.nan, False, f"not checked against {LONG}x longer blocks: {max(left, 0):.2f} s of budget left"
+        vs = []
+        for _ in range(4):
+            (sb, nb), (so, no) = paired_round(self.sides, self.sw, self.order, calls)
+            vs.append((sb / nb, so / no))
+            if self.sw.clock() + one > deadline:
+                break
+        v = self.value_of(sum(b for b, _ in vs) / len(vs), sum(o for _, o in vs) / len(vs))
+        lo, hi = mean_interval([self.value_of(b, o) for b, o in vs], CHECK_LEVEL)
+        if m.low <= v <= m.high or lo <= m.value <= hi:
+            return v, False, ""
+        return v, True, (f"with {LONG}x longer blocks the value is {_g(v)} [{_g(lo)}, {_g(hi)}], apart from this "
+                         f"interval ({_g(m.value)} [{_g(m.low)}, {_g(m.high)}] over {len(self.tb)} rounds): a side "
+                         f"not yet steady, or interleaving that changes a side's own cost (its caches, the allocator)")
+
+    def restart(self) -> None:
+        """The rounds so far dropped, blocks LONG x longer from here (a job's loop is the longer blocks')."""
+        from .rounds import size_blocks
+
+        self.block *= LONG
+        self.length = size_blocks(self.sides, self.block)
+        self.tb.clear()
+        self.to.clear()
+
+
+def _paired(who: str, quantity: str, baseline, optimized, *, of: str, scale: float, at_least, at_most, partly,
+            max_run_time, confidence, block, min_rounds, device, clock, waited, seed) -> Decision:
+    """Paired rounds of two sides (module doc); `of`: "ratio" (scale x mean time per call of baseline / of optimized)
+    or "saving" ((baseline - optimized) mean time per call x scale)."""
+    from .rounds import Side, Stopwatch, warm_up
+
+    rule = dict(at_least=at_least, at_most=at_most, partly=partly)
+    _check_args(who, {"baseline": baseline, "optimized": optimized}, rule=rule, max_run_time=max_run_time,
+                confidence=confidence, block=block)
+    prepare()  # the intervals' tables imported before the clock starts (once per process)
+    sw = Stopwatch(device, clock=clock, waited=waited)
+    started = sw.clock()
+    deadline = started + max_run_time
+    sides = [Side("baseline", baseline), Side("optimized", optimized)]
+    warm = warm_up(sides, sw, block=block, until=started + WARM_SHARE * max_run_time,
+                   not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))
+    run = _Paired(sides, sw, of=of, scale=scale, block=block, seed=seed)
+    run.notes.append(warm)
+    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=deadline, min_rounds=min_rounds)
+    longer = math.nan
+    for attempt in range(2):
+        looks.run(run.round, run.interval, run.drift, first_round=2 * run.length)
+        if looks.m is None or not _settled(looks.m, **rule):
+            break
+        longer, disagrees, note = run.check(looks.m, deadline)
+        if disagrees and attempt == 0:
+            run.notes.append(note + f"; the rounds begin again with blocks {LONG}x longer")
+            run.restart()
+            looks.restart()
+            continue
+        run.notes.append(note)
+        break
+    m = looks.m or Measured(run.value_of(sides[0].per_call, sides[1].per_call), 0.0 if of == "ratio" else -math.inf,
+                            math.inf)
+    typ = _typical(run.per_round, looks.level)
+    if looks.drift:
+        run.notes.append(f"the rounds drift: the {'ratio' if of == 'ratio' else 'times'} moved {looks.drift:+.0%} "
+                         f"from the first batch of rounds to the last")
+    run.notes.append(_apart(m, typ, run.tb, run.to, quantity))
+    seconds = sw.clock() - started
+    run.notes.append(_budget_note(looks, max_run_time, seconds, confidence))
+    return Decision(judge(m, **rule), m.value, m.low, m.high, looks.rounds, seconds, confidence, quantity,
+                    at_least, at_most, partly, tuple(run.per_round), tuple(s.calls for s in sides), _join(*run.notes),
+                    typ[0], typ[1], typ[2], run.length, tuple(sum(n for _, n in s.log) for s in sides), longer,
+                    sw.corrects)
+
+
+def _drift(change: float) -> float:
+    return change if abs(change) >= TREND else 0.0
+
+
+def _apart(m: Measured, typ: tuple, tb: list[float], to: list[float], quantity: str) -> str:
+    """Where the typical round and the mean disagree beyond both intervals: which side's slow calls part them."""
+    v, lo, hi = typ
+    if not math.isfinite(v) or not tb or (lo <= m.high and m.low <= hi):
+        return ""
+    skew = [sum(x) / len(x) / max(median(x), 1e-300) for x in (tb, to)]
+    side = "baseline" if skew[0] > skew[1] else "optimized"
+    return f"the {side} side's slow calls: typical {_g(v)}, mean (total time) {_g(m.value)} ({quantity})"
 
 
 def decide_speedup(baseline: Callable[[], object], optimized: Callable[[], object], *, at_least: float | None = None,
                    at_most: float | None = None, partly: float | None = None, scale: float = 1.0,
-                   max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = 0.001, warmup: int = 1,
-                   min_rounds: int = 1, device=None, clock: Callable[[], float] | None = None) -> Decision:
-    """Time `baseline()` and `optimized()` in paired rounds until the speedup (baseline time / optimized time per
-    call, times `scale`: e.g. the ratio of work per call when the two calls do different amounts) is settled against
-    the claim `>= at_least` (or `<= at_most`), or `max_run_time` seconds are spent. -> Decision (module doc).
+                   max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
+                   min_rounds: int = 1, device=None, clock: Callable[[], float] | None = None,
+                   waited: Callable[[], float] | None = None, seed: int = 0, quantity: str = "speedup") -> Decision:
+    """Time `baseline()` and `optimized()` in paired rounds until the speedup (baseline's mean time per call /
+    optimized's, times `scale`: e.g. the ratio of work per call when the two calls do different amounts) is settled
+    against the claim `>= at_least` (or `<= at_most`), or `max_run_time` seconds of wall time are spent, the warm-up
+    included. -> Decision (module doc).
 
-    `warmup` untimed calls of each come first (compile time is not in the budget); `block`: seconds per timed
-    block; `device`: synchronized around each block (default: CUDA when it is in use); `clock` replaces
-    time.perf_counter. Refused: a non-callable, both or neither threshold, a budget <= 0."""
+    `block`: seconds of each side's block; `device`: synchronized around each block where it is a GPU (default: the
+    one in use); `clock` replaces time.perf_counter and `waited` the run-queue reader (simulations); `quantity` names
+    the ratio (e.g. "times the floor"). Refused: a non-callable, both or neither threshold, a budget <= 0."""
     _positive("decide_speedup", "scale", scale)
-    return _paired("decide_speedup", "speedup", baseline, optimized, lambda tb, to: scale * tb / to,
-                   at_least=at_least, at_most=at_most, partly=partly, max_run_time=max_run_time,
-                   confidence=confidence, block=block, warmup=warmup, min_rounds=min_rounds, device=device, clock=clock)
+    return _paired("decide_speedup", quantity, baseline, optimized, of="ratio", scale=scale, at_least=at_least,
+                   at_most=at_most, partly=partly, max_run_time=max_run_time, confidence=confidence, block=block,
+                   min_rounds=min_rounds, device=device, clock=clock, waited=waited, seed=seed)
 
 
 def decide_saving(baseline: Callable[[], object], optimized: Callable[[], object], *, per: float = 1.0,
                   at_least: float | None = None, at_most: float | None = None, partly: float | None = None,
-                  max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = 0.001, warmup: int = 1,
-                  min_rounds: int = 1, device=None, clock: Callable[[], float] | None = None) -> Decision:
+                  max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
+                  min_rounds: int = 1, device=None, clock: Callable[[], float] | None = None,
+                  waited: Callable[[], float] | None = None, seed: int = 0) -> Decision:
     """Seconds saved by `optimized` over `baseline` per call, times `per` (e.g. the steps of an epoch), in paired
-    rounds as `decide_speedup` (the round's value: (baseline - optimized time per call) x per)."""
+    rounds as `decide_speedup`: the difference of the two mean times per call, its interval over batch means."""
     _positive("decide_saving", "per", per)
-    return _paired("decide_saving", "saving", baseline, optimized, lambda tb, to: (tb - to) * per,
-                   at_least=at_least, at_most=at_most, partly=partly, max_run_time=max_run_time,
-                   confidence=confidence, block=block, warmup=warmup, min_rounds=min_rounds, device=device, clock=clock)
+    return _paired("decide_saving", "saving", baseline, optimized, of="saving", scale=per, at_least=at_least,
+                   at_most=at_most, partly=partly, max_run_time=max_run_time, confidence=confidence, block=block,
+                   min_rounds=min_rounds, device=device, clock=clock, waited=waited, seed=seed)
 
 
 def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_most: float | None = None,
                 partly: float | None = None, scale: float = 1.0, quantity: str = "seconds per call",
-                max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = 0.001, warmup: int = 1,
-                device=None, clock: Callable[[], float] | None = None) -> Decision:
-    """The time per call of `fn()`, times `scale` (1e3: milliseconds), in blocks of ~`block` seconds of calls
-    (`perflab.kit.bench.BlockTimer`, one block a sample) until its median's interval settles the claim or the budget is
-    spent: `decide_value` over blocks. A cost against a number, not against another version (that is
-    `decide_speedup`, whose paired rounds cancel the machine's drift)."""
-    from .bench import BlockTimer
+                max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
+                device=None, clock: Callable[[], float] | None = None,
+                waited: Callable[[], float] | None = None) -> Decision:
+    """The mean time per call of `fn()`, times `scale` (1e3: milliseconds), warmed up until steady and timed in
+    blocks of about `block` seconds (a side's own time: `perflab.kit.rounds.Stopwatch`), until the interval of the
+    mean over batch means settles the claim or the budget is spent. A cost against a number, not against another
+    version (that is `decide_speedup`, whose paired rounds cancel the machine's drift)."""
+    from .rounds import Side, Stopwatch, size_blocks, warm_up
 
+    rule = dict(at_least=at_least, at_most=at_most, partly=partly)
     _positive("decide_time", "scale", scale)
-    device, clock = _start("decide_time", {"fn": fn}, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
-                           max_run_time=max_run_time, confidence=confidence, warmup=warmup, clock=clock,
-                           device=device, block=block)
+    _check_args("decide_time", {"fn": fn}, rule=rule, max_run_time=max_run_time, confidence=confidence, block=block)
+    prepare()
+    sw = Stopwatch(device, clock=clock, waited=waited)
+    started = sw.clock()
+    side = Side("fn", fn)
+    notes = [warm_up([side], sw, block=block, until=started + WARM_SHARE * max_run_time,
+                     not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))]
+    warm_calls = (sum(n for _, n in side.log),)
+    length = size_blocks([side], block)
+    ts: list[float] = []
+
+    def one_round():
+        nonlocal length
+        t, n = side.block(sw)
+        ts.append(t / n)
+        if len(ts) % FIRST == 0 and side.drifted([x * side.calls for x in ts[-FIRST:]], length):
+            before = side.calls
+            side.per_call = sum(ts[-FIRST:]) / FIRST
+            length = size_blocks([side], block)
+            notes.append(f"re-sized at block {len(ts)}: {before} -> {side.calls} calls (the time per call drifted)")
+
+    def interval(level: float) -> Measured:
+        lo, hi = mean_interval(ts, level, fixed=FIRST)
+        return _measured(scale * sum(ts) / len(ts), scale * lo, scale * hi)
+
+    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=started + max_run_time,
+                   min_span=UNPAIRED_SPAN * max_run_time)
+    looks.run(one_round, interval, lambda: _drift(trend(ts)), first_round=length)
+    m = looks.m or Measured(scale * side.per_call, -math.inf, math.inf)
+    typ = _typical([scale * t for t in ts], looks.level)
+    if looks.drift:
+        notes.append(f"the blocks drift: the time per call moved {looks.drift:+.0%} from the first batch to the last")
+    seconds = sw.clock() - started
+    notes.append(_budget_note(looks, max_run_time, seconds, confidence))
+    return Decision(judge(m, **rule), m.value, m.low, m.high, looks.rounds, seconds, confidence, quantity,
+                    at_least, at_most, partly, tuple(scale * t for t in ts), (side.calls,), _join(*notes),
+                    typ[0], typ[1], typ[2], length, warm_calls, math.nan, sw.corrects)
+
+
+def _samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence, warmup, min_rounds, clock,
+             rate: bool) -> Decision:
+    import time
+
+    _check_args(who, {"measure_once": measure_once}, rule=rule, max_run_time=max_run_time, confidence=confidence)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"{who}: warmup must be a number of calls >= 0, got {warmup!r}")
+    prepare()
+    clock = clock or time.perf_counter
     started = clock()
-    timer = BlockTimer(fn, block=block, warmup=0, device=device, clock=clock)
-    return _sequential(lambda: scale * timer(), quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
-                       max_run_time=max_run_time, confidence=confidence, clock=clock, started=started,
-                       calls=(timer.calls,))
+    for _ in range(warmup):
+        measure_once()
+    xs: list = []
+
+    def one_round():
+        x = measure_once()
+        if rate:
+            if not (isinstance(x, tuple) and len(x) == 2):
+                raise TypeError(f"{who}: measure_once must return (amount, seconds), got {x!r}")
+            a, s = float(x[0]), float(x[1])
+            if not s > 0:
+                raise ValueError(f"{who}: measure_once returned {s!r} seconds; a rate needs seconds > 0")
+            xs.append((a, s))
+        else:
+            xs.append(float(x))
+
+    def interval(level: float) -> Measured:
+        if rate:
+            a, s = [x[0] for x in xs], [x[1] for x in xs]
+            lo, hi = ratio_interval(a, s, level, fixed=FIRST)
+            return _measured(sum(a) / sum(s), lo, hi)
+        lo, hi = mean_interval(xs, level, fixed=FIRST)
+        return _measured(sum(xs) / len(xs), lo, hi)
+
+    def drift() -> float:
+        vs = [a / s for a, s in xs] if rate else xs
+        return _drift(trend(vs)) if all(v > 0 for v in vs) else 0.0
+
+    looks = _Looks(rule=rule, confidence=confidence, clock=clock, deadline=started + max_run_time,
+                   min_rounds=min_rounds, min_span=UNPAIRED_SPAN * max_run_time)
+    looks.run(one_round, interval, drift, first_round=0.0)
+    vals = [a / s for a, s in xs] if rate else list(xs)
+    typ = _typical(vals, looks.level)
+    m = looks.m or Measured(typ[0] if vals else 0.0, -math.inf, math.inf)
+    seconds = clock() - started
+    notes = [f"the samples drift: {looks.drift:+.0%} from the first batch to the last" if looks.drift else "",
+             _budget_note(looks, max_run_time, seconds, confidence)]
+    return Decision(judge(m, **rule), m.value, m.low, m.high, looks.rounds, seconds, confidence, quantity,
+                    rule["at_least"], rule["at_most"], rule["partly"], tuple(vals), (), _join(*notes),
+                    typ[0], typ[1], typ[2], 0.0, (warmup,), math.nan, False)
 
 
 def decide_value(measure_once: Callable[[], float], *, at_least: float | None = None, at_most: float | None = None,
                  partly: float | None = None, quantity: str = "value", max_run_time: float = 2.0,
                  confidence: float = CONFIDENCE, warmup: int = 1, min_rounds: int = 1,
                  clock: Callable[[], float] | None = None) -> Decision:
-    """A noisy quantity (a throughput, bytes, an op count, a share of a profile) measured again and again by
-    `measure_once()` (which returns one value) until the interval of its median settles the claim or
-    `max_run_time` is spent: the same interval and stopping rule as `decide_speedup`. A count that cannot vary
-    needs none of this: `Measured.exact(n)`."""
-    _, clock = _start("decide_value", {"measure_once": measure_once},
-                      rule=dict(at_least=at_least, at_most=at_most, partly=partly), max_run_time=max_run_time,
-                      confidence=confidence, warmup=warmup, clock=clock)
-    return _sequential(measure_once, quantity=quantity, at_least=at_least, at_most=at_most, partly=partly,
-                       max_run_time=max_run_time, confidence=confidence, clock=clock, started=clock(),
-                       min_rounds=min_rounds)
+    """A noisy quantity (bytes, an op count, a share of a profile) measured again and again by `measure_once()`
+    (which returns one value) until the interval of its mean (batch means: `perflab.kit.intervals.mean_interval`)
+    settles the claim or `max_run_time` seconds are spent, the `warmup` calls included: the same looks as
+    `decide_speedup`. A throughput is `decide_rate`; a count that cannot vary needs none of this: `Measured.exact(n)`."""
+    return _samples("decide_value", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
+                    quantity=quantity, max_run_time=max_run_time, confidence=confidence, warmup=warmup,
+                    min_rounds=min_rounds, clock=clock, rate=False)
+
+
+def decide_rate(measure_once: Callable[[], tuple[float, float]], *, at_least: float | None = None,
+                at_most: float | None = None, partly: float | None = None, quantity: str = "per second",
+                max_run_time: float = 2.0, confidence: float = CONFIDENCE, warmup: int = 1, min_rounds: int = 1,
+                clock: Callable[[], float] | None = None) -> Decision:
+    """A throughput: `measure_once()` does some work and returns (amount, seconds), e.g. (candidates scored, seconds
+    it took); the rate judged is the total amount over the total seconds (what a job sees, not the mean of the
+    samples' rates), with Fieller's interval over batch means, until it settles the claim or `max_run_time` seconds
+    are spent, the `warmup` calls included."""
+    return _samples("decide_rate", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
+                    quantity=quantity, max_run_time=max_run_time, confidence=confidence, warmup=warmup,
+                    min_rounds=min_rounds, clock=clock, rate=True)
