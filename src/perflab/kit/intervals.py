@@ -10,8 +10,7 @@ into consecutive batches and the t interval is taken over the batches' means, wi
 batches. The batches are as short as the rounds' dependence allows (`batch_size`): one round each while the batch
 means show no positive lag-1 correlation, twice as long while they do (down to FEW batches), so independent rounds
 keep their degrees of freedom and rounds that move together under a drifting load count as one; what correlation is
-left widens the variance ((1 + r) / (1 - r)), and rounds still correlated beyond chance at FEW batches give no
-interval yet (`batches`).
+left widens the variance ((1 + r) / (1 - r), `batches`).
 
 A ratio of means (total time over total time, work over time) gets Fieller's interval over the batches: the set of r
 for which mean(num - r * den) is not told apart from 0, exact when the batch means are normal, without the delta
@@ -28,6 +27,7 @@ from collections.abc import Sequence
 FEW = 8   # never fewer batches than this (while there are as many rounds)
 Z_LAG = 1.645  # a lag-1 correlation above Z_LAG / sqrt(batches) (one-sided 5%) makes the batches twice as long
 LAG_SMALL = 0.2  # ... as does one above this
+R_MAX = 0.9      # the most lag-1 correlation the widening assumes
 
 
 def _special():
@@ -72,16 +72,13 @@ def batch_size(xs: Sequence[float]) -> int:
 def batches(xs: Sequence[float], fixed: int = 0) -> tuple[int, float]:
     """How many consecutive batches the series `xs` is cut into (`batch_size`; `fixed`: that many, for a quantity
     the load moves itself), and the factor the batch means' variance is widened by for the dependence left between
-    them: (1 + r) / (1 - r) for their lag-1 correlation r (bias-corrected, clipped to [0, 0.9]); inf when that
-    correlation is still beyond chance at the fewest batches allowed (the rounds are too few for the load's memory:
-    no interval yet)."""
+    them: (1 + r) / (1 - r) for their lag-1 correlation r (bias-corrected, clipped to [0, R_MAX]: at most 19x the
+    variance, where the rounds are too few for the load's memory)."""
     m = min(len(xs), fixed) if fixed else len(xs) // batch_size(xs)
-    if m < 3:
+    if m < FEW:   # too few to estimate a correlation: taken as independent (the drift term is the caller's)
         return m, 1.0
     r = lag1(batch_means(xs, m))
-    if r > Z_LAG / math.sqrt(m):
-        return m, math.inf
-    r = min(max(r + (1 + 3 * r) / m, 0.0), 0.9)   # the estimate's bias for m values taken out (Kendall)
+    r = min(max(r + (1 + 3 * r) / m, 0.0), R_MAX)   # the estimate's bias for m values taken out (Kendall)
     return m, (1 + r) / (1 - r)
 
 
@@ -103,10 +100,7 @@ def mean_interval(xs: Sequence[float], alpha: float, fixed: int = 0) -> tuple[fl
     if n < 2:
         return -math.inf, math.inf
     k, widen = batches(xs, fixed)
-    bs = batch_means(xs, k)
-    m, var = _mean_var(bs)
-    if widen == math.inf:
-        return -math.inf, math.inf
+    m, var = _mean_var(batch_means(xs, k))
     half = t_quantile(1 - alpha / 2, k - 1) * math.sqrt(widen * var / k)
     return m - half, m + half
 
@@ -122,8 +116,6 @@ def ratio_interval(num: Sequence[float], den: Sequence[float], alpha: float, fix
         return 0.0, math.inf
     ratio = sum(num) / sum(den) if sum(den) else 0.0
     m, widen = batches([x - ratio * y for x, y in zip(num, den)], fixed)   # the dependence of what it is about
-    if widen == math.inf:
-        return 0.0, math.inf
     a, b = batch_means(num, m), batch_means(den, m)
     ma, mb = sum(a) / m, sum(b) / m
     saa = sum((x - ma) ** 2 for x in a) / (m - 1)
@@ -161,6 +153,45 @@ def median(xs: Sequence[float]) -> float:
     s = sorted(xs)
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def with_drift(value: float, low: float, high: float, drift: float, alpha: float) -> tuple[float, float]:
+    """[low, high] (a 1 - alpha interval of `value`) widened for a drift the rounds cannot see: a relative standard
+    deviation `drift` of the machine's speed between windows as long as the decision, added in quadrature to each
+    half-width (on the log scale for a positive interval, else as `drift` x |value|)."""
+    if drift <= 0 or not (math.isfinite(low) and math.isfinite(high)):
+        return low, high
+    z = float(_special().ndtri(1 - alpha / 2))
+    if low > 0:
+        lv = math.log(value)
+        down = math.sqrt((lv - math.log(low)) ** 2 + (z * drift) ** 2)
+        up = math.sqrt((math.log(high) - lv) ** 2 + (z * drift) ** 2)
+        return math.exp(lv - down), math.exp(lv + up)
+    extra = z * drift * abs(value)
+    return value - math.hypot(value - low, extra), value + math.hypot(high - value, extra)
+
+
+def slope(ys: Sequence[float], xs: Sequence[float]) -> float:
+    """The least-squares slope of `ys` on `xs` over FEW batch means of both (0 when xs do not vary)."""
+    a, b = batch_means(ys, FEW), batch_means(xs, FEW)
+    ma, mb = sum(a) / FEW, sum(b) / FEW
+    sbb = sum((x - mb) ** 2 for x in b)
+    return sum((y - ma) * (x - mb) for y, x in zip(a, b)) / sbb if sbb else 0.0
+
+
+def moves_with(ys: Sequence[float], xs: Sequence[float], alpha: float = 0.1) -> bool:
+    """Whether the series `ys` moves with `xs` beyond chance (Pearson's r over FEW batch means of both, t test at
+    `alpha`): a ratio that follows the load (the rounds' total time) is the load's as much as the sides'."""
+    if len(ys) < 2 * FEW:
+        return False
+    a, b = batch_means(ys, FEW), batch_means(xs, FEW)
+    ma, mb = sum(a) / FEW, sum(b) / FEW
+    saa = sum((x - ma) ** 2 for x in a)
+    sbb = sum((y - mb) ** 2 for y in b)
+    if saa == 0 or sbb == 0:
+        return False
+    r = sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(saa * sbb)
+    return abs(r) * math.sqrt((FEW - 2) / max(1e-12, 1 - r * r)) > t_quantile(1 - alpha / 2, FEW - 2)
 
 
 def trend(xs: Sequence[float], alpha: float = 0.01) -> float:

@@ -49,20 +49,34 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
-from .intervals import mean_interval, median, median_interval, prepare, ratio_interval, trend
+from .intervals import (
+    mean_interval,
+    median,
+    median_interval,
+    moves_with,
+    prepare,
+    ratio_interval,
+    slope,
+    trend,
+    with_drift,
+)
 
 VERDICTS = ("holds", "partly holds", "does not hold", "within noise", "fixed", "not tested here")
 CONFIDENCE = 0.99  # of every interval a decision gives: a wrong verdict at most (1 - CONFIDENCE) / 2 per side
 GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
 FIRST = 8          # rounds before the first look
+MIN_CALLS = 30     # ... and calls of each side in them
 BLOCK = 0.005      # seconds of each side's block in a round
 WARM_SHARE = 0.25  # the most of the budget a warm-up takes
 WARM_MIN = 0.1     # ... and the least (up to WARM_MIN_S seconds): a plateau of slow first calls is not steady
 WARM_MIN_S = 0.5
 LONG = 4           # the check's blocks are this many times longer
-CHECK_LEVEL = 0.05  # the check disagrees when the decision's value is outside the check's 95% interval too (a flag
-# and a restart with longer blocks, not a verdict: a false alarm costs time, not a wrong verdict)
+# (the check's disagreement is a flag and a restart with longer blocks, not a verdict: a false alarm costs time)
 TREND = 0.03       # a trend smaller than this over the rounds is not one
+DRIFT = 0.05       # relative sd of the machine's speed between windows of a decision's length, which its rounds cannot
+# see: added to the interval of a quantity the load moves (measured on this project's 2-core VM: 2-s windows of a fixed
+# matmul loop, 40 in a row: 3.7% beside two busy processes, 5.9% quiet; decide_*(drift=0) on a dedicated machine)
+PAIRED_SPAN = 0.1  # paired rounds are first looked at after this share of the budget (the load has moved by then)
 UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is first looked at after this share of
 # the budget in rounds, over FEW batches: the machine's speed drifts for tens to hundreds of ms (outputs/battery)
 
@@ -257,6 +271,7 @@ class _Looks:
                  min_span: float = 0.0):
         self.rule, self.alpha, self.clock, self.deadline = rule, 1 - confidence, clock, deadline
         self.min_span = min_span
+        self.min_rounds = min_rounds
         self.look = max(FIRST, min_rounds)
         self.k = 0
         self.durations: list[float] = []
@@ -283,10 +298,10 @@ class _Looks:
         if n and looked != n:  # the budget's end: one more look, charged as the next
             self._at(interval, drift)
 
-    def restart(self) -> None:
+    def restart(self, min_rounds: int = 1) -> None:
         """Rounds begin again (the looks made so far stay counted: their levels are spent)."""
         self.durations.clear()
-        self.look = FIRST
+        self.look = max(FIRST, min_rounds)
         self.m = None
         self.drift = 0.0
 
@@ -317,12 +332,15 @@ def _typical(values: list[float], level: float) -> tuple[float, float, float]:
 
 
 def _budget_note(looks: _Looks, max_run_time: float, seconds: float, confidence: float) -> str:
+    """Why the rounds ended undecided, when the budget is the cause."""
     if looks.rounds == 0:
         return (f"no round fit in the budget ({max_run_time:g} s; {seconds:.2f} s went to the warm-up): a call is "
                 f"longer than the budget allows; compile or warm up before deciding, or give more time")
     if looks.m is None or not (math.isfinite(looks.m.low) and math.isfinite(looks.m.high)):
         return (f"the budget ({max_run_time:g} s) ended after {looks.rounds} rounds, too few for a {confidence:.0%} "
                 f"interval: give more time or smaller rounds")
+    if not _settled(looks.m, **looks.rule):
+        return f"the budget ({max_run_time:g} s) ended after {looks.rounds} rounds"
     return ""
 
 
@@ -342,6 +360,15 @@ class _Paired:
         self.tb: list[float] = []
         self.to: list[float] = []
         self.notes: list[str] = []
+        self.durations: list[float] = []   # the rounds' wall seconds (the looks' list, shared)
+        self.budget = math.inf
+        self.load_noted = False
+        self.drift_sd = DRIFT
+
+    def rounds_for_calls(self) -> int:
+        """Rounds before the first look: enough for MIN_CALLS calls of each side (a slow call every few calls is
+        seen before anything is decided)."""
+        return math.ceil(MIN_CALLS / min(s.calls for s in self.sides))
 
     def value_of(self, b: float, o: float) -> float:
         if self.of == "ratio":
@@ -373,21 +400,51 @@ class _Paired:
                               f"(calls per block {before[0]}/{before[1]} -> {self.sides[0].calls}/{self.sides[1].calls})")
 
     def interval(self, level: float) -> Measured:
+        """The interval at `level`; where the value moves with the machine's load (`load_bound`), as a quantity the
+        load moves (FEW batches, after UNPAIRED_SPAN of the budget), and the note says so once."""
         v = self.value_of(sum(self.tb) / len(self.tb), sum(self.to) / len(self.to))
+        fixed = 0
+        if self.load_bound():
+            if not self.load_noted:
+                self.notes.append(f"the {'ratio' if self.of == 'ratio' else 'saving'} moves with the machine's load "
+                                  f"(the sides respond to it differently): judged as a quantity the load moves")
+                self.load_noted = True
+            if sum(self.durations) < UNPAIRED_SPAN * self.budget:
+                return Measured(v, -math.inf, math.inf)
+            fixed = FIRST
         if self.of == "ratio":
-            lo, hi = ratio_interval(self.tb, self.to, level)
-            return _measured(v, self.scale * lo, self.scale * hi)
-        lo, hi = mean_interval(self.per_round, level)
+            lo, hi = ratio_interval(self.tb, self.to, level, fixed=fixed)
+            lo, hi = self.scale * lo, self.scale * hi
+        else:
+            lo, hi = mean_interval(self.per_round, level, fixed=fixed)
+        if fixed:   # the machine's drift between windows, as far as this value follows the load
+            lo, hi = with_drift(v, lo, hi, self.drift_sd * self.sensitivity(), level)
         return _measured(v, lo, hi)
+
+    def sensitivity(self) -> float:
+        """How much the value's log moves per unit of the load's log (the rounds' total time: half the log of the
+        two sides' product), from the rounds."""
+        xs = [math.log(b * o) / 2 for b, o in zip(self.tb, self.to)]
+        if self.of == "ratio":
+            return abs(slope([math.log(b / o) for b, o in zip(self.tb, self.to)], xs))
+        ds = [b - o for b, o in zip(self.tb, self.to)]
+        return abs(slope(ds, xs)) / max(abs(sum(ds) / len(ds)), 1e-300)
+
+    def load_bound(self) -> bool:
+        """Whether the rounds' value moves with their total time (the load) beyond chance (`intervals.moves_with`)."""
+        xs = [math.log(b * o) for b, o in zip(self.tb, self.to) if b > 0 and o > 0]
+        ys = [math.log(b / o) for b, o in zip(self.tb, self.to) if b > 0 and o > 0]
+        return len(xs) == len(self.tb) and moves_with(ys, xs)
 
     def drift(self) -> float:
         if self.of == "ratio":
             return _drift(trend([b / o for b, o in zip(self.tb, self.to) if o > 0]))
         return _drift(trend(self.tb)) or _drift(trend(self.to))
 
-    def check(self, m: Measured, deadline: float) -> tuple[float, bool, str]:
+    def check(self, m: Measured, deadline: float, rule: dict) -> tuple[float, bool, str]:
         """A few rounds with blocks LONG x longer, within what is left of the budget -> (their value, whether it
-        disagrees with `m`: outside its interval, and `m`'s value outside theirs at CHECK_LEVEL, a note)."""
+        disagrees with `m`: outside its interval by more than twice its own standard error, or on the other side of the
+        claim's threshold than `m`'s verdict; a note)."""
         from .rounds import paired_round
 
         calls = [s.calls * LONG for s in self.sides]
@@ -402,10 +459,12 @@ class _Paired:
             if self.sw.clock() + one > deadline:
                 break
         v = self.value_of(sum(b for b, _ in vs) / len(vs), sum(o for _, o in vs) / len(vs))
-        lo, hi = mean_interval([self.value_of(b, o) for b, o in vs], CHECK_LEVEL)
-        if m.low <= v <= m.high or lo <= m.value <= hi:
+        values = [self.value_of(b, o) for b, o in vs]
+        se = math.sqrt(sum((x - v) ** 2 for x in values) / (len(values) - 1) / len(values)) if len(vs) > 1 else 0.0
+        passes = judge(Measured.exact(v), **{**rule, "partly": None}) == "holds"
+        if m.low - 2 * se <= v <= m.high + 2 * se and passes == (judge(m, **rule) == "holds"):
             return v, False, ""
-        return v, True, (f"with {LONG}x longer blocks the value is {_g(v)} [{_g(lo)}, {_g(hi)}], apart from this "
+        return v, True, (f"with {LONG}x longer blocks the value is {_g(v)} (standard error {_g(se)}), apart from this "
                          f"interval ({_g(m.value)} [{_g(m.low)}, {_g(m.high)}] over {len(self.tb)} rounds): a side "
                          f"not yet steady, or interleaving that changes a side's own cost (its caches, the allocator)")
 
@@ -437,17 +496,19 @@ def _paired(who: str, quantity: str, baseline, optimized, *, of: str, scale: flo
                    not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))
     run = _Paired(sides, sw, of=of, scale=scale, block=block, seed=seed)
     run.notes.append(warm)
-    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=deadline, min_rounds=min_rounds)
+    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=deadline,
+                   min_rounds=max(min_rounds, run.rounds_for_calls()), min_span=PAIRED_SPAN * max_run_time)
+    run.durations, run.budget = looks.durations, max_run_time
     longer = math.nan
     for attempt in range(2):
         looks.run(run.round, run.interval, run.drift, first_round=2 * run.length)
         if looks.m is None or not _settled(looks.m, **rule):
             break
-        longer, disagrees, note = run.check(looks.m, deadline)
+        longer, disagrees, note = run.check(looks.m, deadline, rule)
         if disagrees and attempt == 0:
             run.notes.append(note + f"; the rounds begin again with blocks {LONG}x longer")
             run.restart()
-            looks.restart()
+            looks.restart(max(min_rounds, run.rounds_for_calls()))
             continue
         run.notes.append(note)
         break
@@ -515,12 +576,13 @@ def decide_saving(baseline: Callable[[], object], optimized: Callable[[], object
 def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_most: float | None = None,
                 partly: float | None = None, scale: float = 1.0, quantity: str = "seconds per call",
                 max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
-                device=None, clock: Callable[[], float] | None = None,
+                drift: float = DRIFT, device=None, clock: Callable[[], float] | None = None,
                 waited: Callable[[], float] | None = None) -> Decision:
     """The mean time per call of `fn()`, times `scale` (1e3: milliseconds), warmed up until steady and timed in
     blocks of about `block` seconds (a side's own time: `perflab.kit.rounds.Stopwatch`), until the interval of the
-    mean over batch means settles the claim or the budget is spent. A cost against a number, not against another
-    version (that is `decide_speedup`, whose paired rounds cancel the machine's drift)."""
+    mean over batch means settles the claim or the budget is spent; `drift`: the machine's speed drift between windows
+    as long as the decision, added to the interval (module doc; 0 on a dedicated machine). A cost against a number, not
+    against another version (that is `decide_speedup`, whose paired rounds cancel the machine's drift)."""
     from .rounds import Side, Stopwatch, size_blocks, warm_up
 
     rule = dict(at_least=at_least, at_most=at_most, partly=partly)
@@ -547,8 +609,9 @@ def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_m
             notes.append(f"re-sized at block {len(ts)}: {before} -> {side.calls} calls (the time per call drifted)")
 
     def interval(level: float) -> Measured:
-        lo, hi = mean_interval(ts, level, fixed=FIRST)
-        return _measured(scale * sum(ts) / len(ts), scale * lo, scale * hi)
+        v = sum(ts) / len(ts)
+        lo, hi = with_drift(v, *mean_interval(ts, level, fixed=FIRST), drift, level)
+        return _measured(scale * v, scale * lo, scale * hi)
 
     looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=started + max_run_time,
                    min_span=UNPAIRED_SPAN * max_run_time)
@@ -565,7 +628,7 @@ def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_m
 
 
 def _samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence, warmup, min_rounds, clock,
-             rate: bool) -> Decision:
+             rate: bool, drift: float) -> Decision:
     import time
 
     _check_args(who, {"measure_once": measure_once}, rule=rule, max_run_time=max_run_time, confidence=confidence)
@@ -593,18 +656,18 @@ def _samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence
     def interval(level: float) -> Measured:
         if rate:
             a, s = [x[0] for x in xs], [x[1] for x in xs]
-            lo, hi = ratio_interval(a, s, level, fixed=FIRST)
-            return _measured(sum(a) / sum(s), lo, hi)
-        lo, hi = mean_interval(xs, level, fixed=FIRST)
-        return _measured(sum(xs) / len(xs), lo, hi)
+            v, (lo, hi) = sum(a) / sum(s), ratio_interval(a, s, level, fixed=FIRST)
+        else:
+            v, (lo, hi) = sum(xs) / len(xs), mean_interval(xs, level, fixed=FIRST)
+        return _measured(v, *with_drift(v, lo, hi, drift, level))
 
-    def drift() -> float:
+    def trend_of() -> float:
         vs = [a / s for a, s in xs] if rate else xs
         return _drift(trend(vs)) if all(v > 0 for v in vs) else 0.0
 
     looks = _Looks(rule=rule, confidence=confidence, clock=clock, deadline=started + max_run_time,
                    min_rounds=min_rounds, min_span=UNPAIRED_SPAN * max_run_time)
-    looks.run(one_round, interval, drift, first_round=0.0)
+    looks.run(one_round, interval, trend_of, first_round=0.0)
     vals = [a / s for a, s in xs] if rate else list(xs)
     typ = _typical(vals, looks.level)
     m = looks.m or Measured(typ[0] if vals else 0.0, -math.inf, math.inf)
@@ -618,25 +681,26 @@ def _samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence
 
 def decide_value(measure_once: Callable[[], float], *, at_least: float | None = None, at_most: float | None = None,
                  partly: float | None = None, quantity: str = "value", max_run_time: float = 2.0,
-                 confidence: float = CONFIDENCE, warmup: int = 1, min_rounds: int = 1,
+                 confidence: float = CONFIDENCE, warmup: int = 1, min_rounds: int = 1, drift: float = 0.0,
                  clock: Callable[[], float] | None = None) -> Decision:
     """A noisy quantity (bytes, an op count, a share of a profile) measured again and again by `measure_once()`
     (which returns one value) until the interval of its mean (batch means: `perflab.kit.intervals.mean_interval`)
     settles the claim or `max_run_time` seconds are spent, the `warmup` calls included: the same looks as
-    `decide_speedup`. A throughput is `decide_rate`; a count that cannot vary needs none of this: `Measured.exact(n)`."""
+    `decide_speedup`; `drift`: the machine's speed drift to add where the value follows it (`DRIFT`, module doc). A
+    throughput is `decide_rate`; a count that cannot vary needs none of this: `Measured.exact(n)`."""
     return _samples("decide_value", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
                     quantity=quantity, max_run_time=max_run_time, confidence=confidence, warmup=warmup,
-                    min_rounds=min_rounds, clock=clock, rate=False)
+                    min_rounds=min_rounds, clock=clock, rate=False, drift=drift)
 
 
 def decide_rate(measure_once: Callable[[], tuple[float, float]], *, at_least: float | None = None,
                 at_most: float | None = None, partly: float | None = None, quantity: str = "per second",
                 max_run_time: float = 2.0, confidence: float = CONFIDENCE, warmup: int = 1, min_rounds: int = 1,
-                clock: Callable[[], float] | None = None) -> Decision:
+                drift: float = DRIFT, clock: Callable[[], float] | None = None) -> Decision:
     """A throughput: `measure_once()` does some work and returns (amount, seconds), e.g. (candidates scored, seconds
     it took); the rate judged is the total amount over the total seconds (what a job sees, not the mean of the
     samples' rates), with Fieller's interval over batch means, until it settles the claim or `max_run_time` seconds
-    are spent, the `warmup` calls included."""
+    are spent, the `warmup` calls included; the machine's `drift` added to the interval (module doc)."""
     return _samples("decide_rate", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
                     quantity=quantity, max_run_time=max_run_time, confidence=confidence, warmup=warmup,
-                    min_rounds=min_rounds, clock=clock, rate=True)
+                    min_rounds=min_rounds, clock=clock, rate=True, drift=drift)
