@@ -10,9 +10,10 @@ cost x load^exponent x a jitter (log-normal), times `slow_factor` on every `slow
 for its first `warm_calls` calls, plus `lazy` seconds on call `lazy_at`. The load is an AR(1) process on the log scale
 (standard deviation `load_sd`, memory `load_tau` seconds), plus a slower one (`slow_sd`, `slow_tau`): sides with
 different exponents respond to it differently (memory- against compute-bound). `THIS_VM` is the load fitted to this
-project's 2-core VM (own times of ~4 ms blocks of matmuls, two busy processes: lag-1 0.7, lag-10 0.35, lag-50 0.1). Another process takes the core now and then (`preempt_rate` per second of the side's
-own time, each turn exponential with mean `preempt_s`): the turn lengthens the clock's reading and the run-queue wait
-(`waited`, as Linux's schedstat tells it), and costs the side `refill` of its length again (caches refilled: its own).
+project's 2-core VM (own times of ~4 ms blocks of matmuls, two busy processes: lag-1 0.7, lag-10 0.35, lag-50 0.1).
+Another process takes the core now and then (`preempt_rate` per second of the side's own time, each turn exponential
+with mean `preempt_s`): the turn lengthens the clock's reading and the run-queue wait (`waited`, as Linux's schedstat
+tells it), and costs the side `refill` of its length again (caches refilled: its own).
 
 `truth(base, opt)` is what a claim means: the ratio of the two sides' mean time per call at steady state, from their
 definitions (the load's moments for the exponents: E[L^p] = exp(p^2 sd^2 / 2) for log-normal L, sampled by the calls).
