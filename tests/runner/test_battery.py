@@ -1,14 +1,16 @@
 """The battery of claims of known truth (perflab.runner.battery), short: the verdict rule under a load the test starts.
 
 `perflab battery` runs the full one (README: "How far a verdict can be trusted"); here four cases, twice each, with
-two busy processes on the machine: the A/A pair never "holds" and no verdict is wrong. Speed is not asserted: a
-verdict may be "within noise" on a slow machine, never the opposite of the truth."""
-import os
+two busy processes on the machine: the A/A pair and the lazy init never "hold" and no verdict is wrong. Speed is not
+asserted: a verdict may be "within noise" on a slow machine, never the opposite of the truth."""
+import json
+import math
 
 import psutil
 import pytest
 
 from perflab.runner import battery as bt
+from perflab.runner import simulate as sim
 
 
 def test_the_background_load_runs_inside_the_block_and_is_gone_after_it_even_on_an_error():
@@ -24,48 +26,57 @@ def test_the_background_load_runs_inside_the_block_and_is_gone_after_it_even_on_
             pass
 
 
-def test_the_cases_know_their_truth():
-    aa, fast = bt.CASES[0], bt.CASES[2]
-    assert (aa.true_speedup, aa.truth, round(aa.distance, 3)) == (1.0, "does not hold", 0.1)
-    assert (fast.true_speedup, fast.truth, round(fast.distance, 3)) == (1.5, "holds", 0.25)
-    assert bt.Case(75, 100, at_most=0.9).truth == "holds"
+def test_the_cases_know_their_truth_and_relative_thresholds_follow_it():
+    aa, slow = bt.CASES[0], bt.CASES[9]
+    assert (aa.nominal, aa.truth(1.0), round(aa.distance(1.0), 3)) == (1.0, "does not hold", 0.1)
+    assert slow.nominal == pytest.approx(4.75) and slow.truth(4.7) == "holds"
+    t = next(c for c in bt.CASES if c.kind == "time" and c.at_most == 2.0)
+    assert bt.with_truth(t, 0.8).at_most == pytest.approx(1.6) and math.isnan(t.nominal)
+
+
+def test_the_median_rule_runs_and_unknown_rules_are_refused():
+    row = bt.judge_case(bt.CASES[5], "median", 2.0, budget=0.4)
+    assert row["rule"] == "median" and row["verdict"] in ("holds", "does not hold", "within noise")
+    assert bt.judge_case(bt.CASES[-1], "median", 1000.0, budget=0.2) == {}        # no median rule for a rate
+    with pytest.raises(ValueError, match="unknown rule 'new'"):
+        bt.judge_case(bt.CASES[0], "new", 1.0)
+    assert bt.upper_bound(0, 300) == pytest.approx(0.00994, abs=1e-4)   # rule of three: ~3/n
+    with pytest.raises(ValueError, match="no truth measured for"):
+        bt.run_battery(bt.SHORT, {}, reps=1)
 
 
 @pytest.mark.slow
-def test_paired_verdicts_under_load_are_never_wrong():
+def test_mean_verdicts_under_load_are_never_wrong():
     with bt.background_load(2):
-        rows = bt.run_battery(bt.SHORT, reps=2, budget=1.0, rules=("paired",))
+        truths = bt.measure_truths(bt.SHORT, seconds=1.0)
+        rows = bt.run_battery(bt.SHORT, truths, reps=2, budget=1.0, rules=("mean",))
     assert len(rows) == 8
     wrong = [r for r in rows if r["outcome"] == "wrong"]
     assert not wrong, wrong
-    assert all(r["verdict"] != "holds" for r in rows if r["case"] == bt.CASES[0].name)
+    assert all(r["verdict"] != "holds" for r in rows if r["case"] in (bt.SHORT[0].name, bt.SHORT[3].name))
     table = bt.summary_table(rows)
-    assert table[0]["rule"] == "paired" and table[0]["verdicts"] == 8 and table[0]["wrong"] == 0.0
-    assert "| paired | 8 |" in bt.markdown(table)
+    assert table[0]["rule"] == "mean" and table[0]["verdicts"] == 8 and table[0]["wrong"] == 0.0
+    assert "| mean | 8 |" in bt.markdown(table)
+    assert all(r["seconds"] <= 1.2 for r in rows)      # the budget is wall time
 
 
-def test_the_other_two_rules_run_and_unknown_ones_are_refused():
-    rows = [bt.judge_case(bt.CASES[7], rule, budget=0.4) for rule in ("criterion", "old")]
-    assert [r["rule"] for r in rows] == ["criterion", "old"]
-    assert all(r["verdict"] in ("holds", "does not hold", "within noise") for r in rows)
-    with pytest.raises(ValueError, match="unknown rule 'new'"):
-        bt.judge_case(bt.CASES[0], "new")
-    assert bt.upper_bound(0, 300) == pytest.approx(0.00994, abs=1e-4)   # rule of three: ~3/n
+def test_the_simulated_battery_counts_wrong_verdicts_at_the_threshold():
+    case = sim.SIM_CASES[1]
+    rows = sim.at_threshold(case, 20, budget=0.3, value=1.5)
+    assert [r["side"] for r in rows[:2]] == ["above", "below"] and all(r["truth"] == 1.5 for r in rows)
+    table = sim.summary(rows)
+    assert table[-1]["case"] == "all" and table[-1]["verdicts"] == 20
+    assert "| clean 1.5x, loaded | 20 |" in sim.markdown(table)
 
 
-def test_the_command_refuses_bad_arguments(tmp_path, capsys):
+def test_the_command_refuses_bad_arguments_and_writes_its_tables(tmp_path, capsys):
     from perflab.runner.cli import main
 
-    assert main(["battery", "--rules", "paired,nope", "--out", str(tmp_path)]) == 2
+    assert main(["battery", "--rules", "mean,nope", "--out", str(tmp_path)]) == 2
     assert "unknown rule(s) ['nope']" in capsys.readouterr().err
     assert main(["battery", "--reps", "0", "--out", str(tmp_path)]) == 2
-
-
-@pytest.mark.skipif(os.name != "posix", reason="signals")
-def test_the_command_writes_its_table(tmp_path, capsys):
-    from perflab.runner.cli import main
-
-    assert main(["battery", "--short", "--reps", "1", "--budget", "0.5", "--load", "1", "--rules", "paired",
-                 "--out", str(tmp_path)]) == 0
-    md = (tmp_path / "BATTERY.md").read_text()
-    assert "| paired | 4 |" in md and (tmp_path / "battery.jsonl").read_text().count("\n") == 4
+    assert "nothing to run" in capsys.readouterr().err
+    assert main(["battery", "--reps", "0", "--simulate", "2", "--budget", "0.2", "--out", str(tmp_path)]) == 0
+    assert "At the threshold, simulated" in (tmp_path / "BATTERY.md").read_text()
+    rows = [json.loads(x) for x in (tmp_path / "simulated.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * len(sim.SIM_CASES)

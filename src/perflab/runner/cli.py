@@ -9,7 +9,7 @@
     perflab refresh [NAME ...]
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
     perflab compare A B [--out DIR]
-    perflab battery [--reps N] [--budget S] [--load N] [--short] [--out DIR]   (verdict rules on claims of known truth)
+    perflab battery [--reps N] [--budget S] [--load N] [--short] [--simulate N] [--out DIR]   (verdicts' error rates)
 
 Unknown notebooks, presets and parameters, names given where there are no notebooks, and a folder perflab must
 write into that is not writable are refused before anything runs, with one line (exit 2). A failing
@@ -107,13 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="write COMPARE.md and compare.png here")
 
     p = sub.add_parser("battery", help="how often each verdict rule is right, wrong or undecided on claims of known "
-                                       "truth, under a background load it starts and stops")
+                                       "truth that behave as real code does, under a load it starts and stops; and "
+                                       "at the threshold on a simulated machine")
     p.add_argument("--reps", type=int, default=6, help="verdicts per case and rule (default 6)")
-    p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per verdict (default 2)")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds of wall time per verdict (default 2)")
     p.add_argument("--load", type=int, default=None, help="busy processes (default: one per CPU core)")
     p.add_argument("--short", action="store_true", help="make test's four cases only")
-    p.add_argument("--rules", default=",".join(("paired", "criterion", "old")),
-                   help="comma-separated, of paired, criterion, old (default: all three)")
+    p.add_argument("--rules", default="mean,median,criterion",
+                   help="comma-separated, of mean, median, criterion (default: all three)")
+    p.add_argument("--truth-seconds", type=float, default=10.0, help="seconds of long rounds per case's truth")
+    p.add_argument("--simulate", type=int, default=0, metavar="N",
+                   help="N simulated verdicts at the threshold per simulated case (0: none; the real cases skip "
+                        "with --reps 0)")
     p.add_argument("--out", type=Path, default=None, help="where BATTERY.md and battery.jsonl go "
                                                           "(default: outputs/local/battery)")
     return ap
@@ -294,47 +299,87 @@ def cmd_compare(args) -> int:
 
 
 def cmd_battery(args) -> int:
-    """Run the battery of claims of known truth (perflab.runner.battery) and write its table."""
-    import json
+    """Run the battery of claims of known truth (perflab.runner.battery, real timings under a load it starts) and the
+    simulated one at the threshold (perflab.runner.simulate), and write their tables."""
     import os
 
-    from ..kit.env import fingerprint
     from . import battery as bt
 
     rules = tuple(r.strip() for r in args.rules.split(",") if r.strip())
     bad = [r for r in rules if r not in bt.RULES]
     if bad or not rules:
         raise ParameterError(f"--rules: unknown rule(s) {bad or rules}; rules: {', '.join(bt.RULES)}")
-    if args.reps < 1 or not args.budget > 0 or (args.load is not None and args.load < 0):
-        raise ParameterError(f"need --reps >= 1, --budget > 0 and --load >= 0, got {args.reps}, {args.budget}, "
-                             f"{args.load}")
+    if args.reps < 0 or not args.budget > 0 or (args.load is not None and args.load < 0) or args.simulate < 0 \
+            or not args.truth_seconds > 0:
+        raise ParameterError(f"need --reps >= 0, --budget > 0, --load >= 0, --simulate >= 0 and --truth-seconds > 0, "
+                             f"got {args.reps}, {args.budget}, {args.load}, {args.simulate}, {args.truth_seconds}")
+    if not args.reps and not args.simulate:
+        raise ParameterError("nothing to run: --reps 0 and no --simulate")
     out = args.out or (repo_root() / "outputs" / "local" / "battery")
     out.mkdir(parents=True, exist_ok=True)
     if not os.access(out, os.W_OK):
         raise ParameterError(f"--out: {out} is not writable")
     load = (os.cpu_count() or 1) if args.load is None else args.load
-    cases = bt.SHORT if args.short else bt.CASES
-    print(f"{len(cases)} cases x {args.reps} reps x {len(rules)} rules, {args.budget:g} s per verdict, "
-          f"{load} busy processes")
-    rows = []
-    with bt.background_load(load), open(out / "battery.jsonl", "a") as f:
-        def progress(r):
-            rows.append(r)
-            f.write(json.dumps({**r, "load": load, "budget": args.budget}) + "\n")
-            f.flush()
-            print(f"{r['rule']:9s} {r['case']:22s} {r['verdict']:14s} {r['outcome']:9s} {r['seconds']:.2f} s",
-                  flush=True)
-        bt.run_battery(cases, reps=args.reps, budget=args.budget, rules=rules, progress=progress)
-    env = fingerprint("cpu")
-    table = bt.markdown(bt.summary_table(rows))
-    md = (f"# Verdict rules on claims of known truth\n\n{len(rows)} verdicts: {len(cases)} cases x {args.reps} reps x "
-          f"{len(rules)} rules, {args.budget:g} s of timing per verdict, {load} busy processes started by the battery "
-          f"(plus whatever else ran), on {env.get('device_name', 'this CPU')}, torch {env.get('torch')}, commit "
-          f"{str(env.get('commit') or '')[:10]}.\n\n{table}\n")
+    parts = []
+    if args.reps:
+        parts.append(_battery_real(args, bt, rules, load, out))
+    if args.simulate:
+        parts.append(_battery_simulated(args, out))
+    md = "\n\n".join(parts) + "\n"
     (out / "BATTERY.md").write_text(md)
     print(md)
     print("written:", out / "BATTERY.md")
     return 0
+
+
+def _battery_real(args, bt, rules, load: int, out: Path) -> str:
+    import json
+
+    from ..kit.env import fingerprint
+
+    cases = bt.SHORT if args.short else bt.CASES
+    print(f"{len(cases)} cases x {args.reps} reps x {len(rules)} rules, {args.budget:g} s per verdict, "
+          f"{load} busy processes; truths first ({args.truth_seconds:g} s each)", flush=True)
+    rows = []
+    with bt.background_load(load), open(out / "battery.jsonl", "a") as f:
+        truths = bt.measure_truths(cases, args.truth_seconds,
+                                   progress=lambda name, v: print(f"truth {v:10.4g}  {name}", flush=True))
+        (out / "truths.json").write_text(json.dumps(truths, indent=1) + "\n")
+
+        def progress(r):
+            rows.append(r)
+            f.write(json.dumps({**r, "load": load}) + "\n")
+            f.flush()
+            print(f"{r['rule']:9s} {r['verdict']:14s} {r['outcome']:9s} {r['seconds']:.2f} s  {r['case']}", flush=True)
+        bt.run_battery(cases, truths, reps=args.reps, budget=args.budget, rules=rules, progress=progress)
+    env = fingerprint("cpu")
+    return (f"# Verdict rules on claims of known truth\n\n{len(rows)} verdicts: {len(cases)} cases x {args.reps} reps "
+            f"x the rules that apply, {args.budget:g} s of wall time per verdict, {load} busy processes started by "
+            f"the battery (plus whatever else ran), on {env.get('device_name', 'this CPU')}, torch {env.get('torch')}, "
+            f"commit {str(env.get('commit') or '')[:10]}. Truths: {args.truth_seconds:g} s of long rounds each, under "
+            f"the same load (truths.json).\n\n{bt.markdown(bt.summary_table(rows))}\n\nBy kind of case:\n\n"
+            f"{bt.markdown(bt.summary_table(rows, by='group'))}")
+
+
+def _battery_simulated(args, out: Path) -> str:
+    import json
+
+    from . import simulate as sim
+
+    rows = []
+    with open(out / "simulated.jsonl", "a") as f:
+        for case in sim.SIM_CASES:
+            truth = sim.case_truth(case)
+            got = sim.at_threshold(case, args.simulate, budget=args.budget, value=truth)
+            for r in got:
+                f.write(json.dumps(r) + "\n")
+            rows += got
+            w = sum(r["wrong"] for r in got)
+            print(f"simulated {case.name}: truth {truth:.4g}, {w} wrong of {len(got)}", flush=True)
+    return (f"# At the threshold, simulated\n\n{len(rows)} verdicts of the kit's rule on a simulated machine "
+            f"(perflab.runner.simulate), {args.simulate} per case, the threshold a hair above or below the truth "
+            f"(every decided verdict right or wrong), {args.budget:g} s of simulated time each.\n\n"
+            f"{sim.markdown(sim.summary(rows))}")
 
 
 def main(argv: list[str] | None = None) -> int:

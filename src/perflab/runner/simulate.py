@@ -243,3 +243,26 @@ def at_threshold(case: SimCase, n: int, *, budget: float = 2.0, seed: int = 0, v
         if progress:
             progress(rows[-1])
     return rows
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Per case and in all: verdicts, wrong (with its 95% upper bound), undecided, median rounds."""
+    from .battery import upper_bound
+
+    out = []
+    for name in [*dict.fromkeys(r["case"] for r in rows), "all"]:
+        rs = rows if name == "all" else [r for r in rows if r["case"] == name]
+        w = sum(r["wrong"] for r in rs)
+        out.append({"case": name, "verdicts": len(rs), "wrong": w / len(rs), "wrong_95_upper": upper_bound(w, len(rs)),
+                    "undecided": sum(r["verdict"] == "within noise" for r in rs) / len(rs),
+                    "median rounds": sorted(r["rounds"] for r in rs)[len(rs) // 2]})
+    return out
+
+
+def markdown(table: list[dict]) -> str:
+    keys = list(table[0])
+
+    def cell(v):
+        return f"{v:.2%}" if isinstance(v, float) else str(v)
+    return "\n".join(["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+                     + ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in table])
