@@ -1,19 +1,23 @@
 """How long a block of paired rounds should be on a shared machine: one 1.5x pair (150 against 100 calls of a 64x64
 matmul, one thread) timed in paired rounds for 2 s at several block lengths, under the battery's background load
-(`perflab.runner.battery.background_load`, one busy process per core), and the 99.9% interval of the median ratio each gives.
+(`perflab.runner.battery.background_load`, one busy process per core), each block's own time (another process's turns
+taken out: `perflab.kit.rounds.Stopwatch`), and the 99% interval of the ratio of mean times each gives (Fieller over
+batch means: `perflab.kit.intervals.ratio_interval`), beside the sign test's interval of the median round.
 
     python tools/block-size.py [--load N] [--seconds S]     # prints a table (markdown)
 
-The README's "short blocks matter" sentence and `perflab.kit.bench.PairedTimer`'s default (1 ms) come from this."""
+`perflab.kit.verdicts.BLOCK` (5 ms) comes from this: short blocks give more rounds, long ones average a side's own
+slow calls within a block and interleave less finely (a side's caches)."""
 import argparse
 import os
+import random
 import time
 
 import torch
 
-from perflab.kit.bench import PairedTimer
 from perflab.kit.env import fingerprint
-from perflab.kit.verdicts import median_interval
+from perflab.kit.intervals import median, median_interval, ratio_interval
+from perflab.kit.rounds import Side, Stopwatch, paired_round, size_blocks, warm_up
 from perflab.runner.battery import background_load
 
 
@@ -33,18 +37,24 @@ def main() -> None:
     env = fingerprint("cpu")
     print(f"1.5x pair, {args.seconds:g} s of rounds per block length, {args.load} busy processes, "
           f"{env['device_name']}, torch {env['torch']}, commit {str(env['commit'])[:10]}\n")
-    print("| block | calls per block (a, b) | rounds | median ratio | 99.9% interval |\n|---|---|---|---|---|")
+    print("| block | calls per block (a, b) | rounds | ratio of means, 99% interval | median round, 99% interval |\n"
+          "|---|---|---|---|---|")
     with background_load(args.load):
         for block in (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02):
-            pt = PairedTimer(loop(150), loop(100), block=block)
-            ratios, t0 = [], time.perf_counter()
+            sw, order = Stopwatch("cpu"), random.Random(0)
+            sides = [Side("a", loop(150)), Side("b", loop(100))]
+            warm_up(sides, sw, block=block, until=time.perf_counter() + 0.3)
+            size_blocks(sides, block)
+            ta, tb, t0 = [], [], time.perf_counter()
             while time.perf_counter() - t0 < args.seconds:
-                x, y = pt.round()
-                ratios.append(x / y)
-            s = sorted(ratios)
-            lo, hi = median_interval(s, 0.001)
-            med = s[len(s) // 2]
-            print(f"| {block * 1e3:g} ms | {pt.calls} | {len(s)} | {med:.3f} | [{lo:.3f}, {hi:.3f}] |", flush=True)
+                (sa, na), (sb, nb) = paired_round(sides, sw, order)
+                ta.append(sa / na)
+                tb.append(sb / nb)
+            lo, hi = ratio_interval(ta, tb, 0.01)
+            r = sorted(x / y for x, y in zip(ta, tb))
+            mlo, mhi = median_interval(r, 0.01)
+            print(f"| {block * 1e3:g} ms | {sides[0].calls}, {sides[1].calls} | {len(r)} | {sum(ta) / sum(tb):.3f} "
+                  f"[{lo:.3f}, {hi:.3f}] | {median(r):.3f} [{mlo:.3f}, {mhi:.3f}] |", flush=True)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,27 @@ def test_cuda_environment_stamp():
     assert f"CUDA {torch.version.cuda}" in environment_line(CUDA)
 
 
+def test_cuda_a_decision_synchronizes_its_blocks_and_keeps_the_waits():
+    """On a GPU each block ends with a synchronize (the queued kernels are the block's) and no run-queue wait is taken
+    out (the GPU runs on while the host waits): 4x the matmuls is ~4x the time, decided in its budget."""
+    import time
+
+    from perflab.kit.rounds import Stopwatch
+    from perflab.kit.syncs import count_host_syncs
+    from perflab.kit.verdicts import decide_speedup
+
+    a = torch.randn(2048, 2048, device=CUDA)
+    sw = Stopwatch(CUDA)
+    assert not sw.corrects
+    with count_host_syncs(CUDA) as s:
+        sw.time(lambda: a @ a, 3)
+    assert s.by_op.get("synchronize") == 2
+    t0 = time.perf_counter()
+    d = decide_speedup(lambda: [a @ a for _ in range(4)], lambda: a @ a, at_least=2.0, max_run_time=2.0, device=CUDA)
+    assert d.verdict == "holds" and 3.0 < d.value < 5.0 and not d.waits_removed
+    assert time.perf_counter() - t0 < 2.4
+
+
 def test_cuda_memory_peak_and_free():
     from perflab.kit.memory import device_memory, peak_memory
 

@@ -81,7 +81,8 @@ def test_partly_means_the_whole_interval_past_it(m, want):
 
 def test_log_prints_and_logs_each_row_and_the_headline(tmp_path, capsys):
     c = claims()
-    d = Decision("holds", 3.0, 2.5, 3.5, 12, 0.31, 0.99, "speedup", at_least=2.0)
+    d = Decision("holds", 3.0, 2.5, 3.5, 12, 0.31, 0.99, "speedup", at_least=2.0, calls=(3, 8), typical=2.9,
+                 typical_low=2.7, typical_high=3.1, block=0.005)
     rows = c.judge({"speed": (d, "one call at batch 64"), "syncs": (Measured.exact(0), "0 syncs"),
                     "gpu": (None, "no GPU here")}, cfg=P(batch=64), device="cpu")
     log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
@@ -89,10 +90,12 @@ def test_log_prints_and_logs_each_row_and_the_headline(tmp_path, capsys):
     logged = log.rows(kind="claim")
     assert [r["key"] for r in logged] == ["speed", "syncs", "gpu"]
     assert logged[0]["rounds"] == 12 and logged[0]["at_least"] == 2.0 and logged[2]["why"] == "measured on cpu"
+    assert (logged[0]["calls"], logged[0]["typical"]) == ("3/8", 2.9)       # what was measured, in the log
     assert log.rows(kind="note")[0]["text"] == "at least 2x faster at batch 64: one call at batch 64 [holds]"
     out = capsys.readouterr().out
     assert "[holds] at least 2x faster at batch 64\n    claimed: >= 2x\n    here: one call at batch 64\n" in out
-    assert "judged: 3 [2.5, 3.5] against >= 2 (99% interval, 12 rounds, 0.31 s)" in out
+    assert ("judged: 3 [2.5, 3.5] against >= 2 (99% interval; mean of 12 paired rounds of 3 and 8 calls (blocks of 5 "
+            "ms), typical 2.9; 0.31 s)") in out
     assert "[not tested here (measured on cpu)] 10x on a GPU" in out
     assert judged_text(rows[1]) == "0 (exact) against <= 0"
 
@@ -108,19 +111,37 @@ def test_report_checks_logs_prints_and_stops_on_a_failure(tmp_path, capsys):
     assert "FAIL  b (error 3e-2 (allowed 1e-5))" in capsys.readouterr().out
 
 
-def test_the_figure_draws_one_line_per_claim_and_runs_side_by_side(tmp_path):
+def _texts(fig) -> str:
+    return "\n".join([ax.get_title("left") for ax in fig.axes]
+                     + [t.get_text() for ax in fig.axes for t in [ax.xaxis.label, *ax.texts]])
+
+
+def test_the_figure_reads_without_the_table_one_panel_per_claim_in_its_units(tmp_path):
+    """Each claim's full text heads its panel, its value, interval, rule and how it was measured are printed under
+    it, the threshold is a line at its own value, and a ratio is on a log scale (issue 39: figures that read alone)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    c = claims()
-    found = {"speed": (Measured(3.0, 2.5, 3.5), "3x"), "syncs": (Measured.exact(0), "0"), "gpu": (None, "")}
-    rows = c.judge(found, cfg=P(batch=64), device="cpu")
+    long = "The optimized solver is at least 10x faster per LM iteration than the baseline, a claim worded at length " * 2
+    c = Claims(Claim("speed", long, "10x", at_least=10.0), Claim("share", "a share at most 5%", "5%", at_most=0.05),
+               Claim("gpu", "a GPU claim", "x", at_least=2.0, setup={"device": "cuda"}))
+    rows = c.judge({"speed": (Measured(14.5, 13.6, 16.1), "14.5x"), "share": (Measured(0.03, 0.02, 0.04), "3%"),
+                    "gpu": (None, "")}, device="cpu")
+    rows[0].update(how="mean of 40 paired rounds of 1 and 14 calls, typical 14.2", typical=14.2)
     fig = claims_figure(rows, title="s")
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == [cl.text for cl in c]
+    assert len(fig.axes) == 3
+    text = _texts(fig)
+    assert long.strip() in text.replace("\n", " ")                      # whole, wrapped, not cut
+    assert "holds · 14.5 [13.6, 16.1] against >= 10 · mean of 40 paired rounds of 1 and 14 calls" in text
+    assert "holds · 0.03 [0.02, 0.04] against <= 0.05" in text and "not tested here (measured on cpu)" in text
+    speed = fig.axes[0]
+    assert speed.get_xscale() == "log" and speed.get_xlim()[0] < 10 < speed.get_xlim()[1]
+    assert any(list(line.get_xdata()) == [10.0, 10.0] for line in speed.lines)       # the threshold at 10
+    assert any(line.get_marker() == "D" and list(line.get_xdata()) == [14.2] for line in speed.lines)   # typical
     fig.savefig(tmp_path / "c.png")
-    fig2 = claims_figure({"A": rows, "B": rows})
-    assert {t.get_text() for t in fig2.axes[0].get_legend().get_texts()} >= {"A holds", "B holds"}
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    two = _texts(claims_figure({"A": rows, "B": rows}))
+    assert "A: holds · 14.5" in two and "B: holds · 14.5" in two
 
 
 def test_the_figure_reads_rows_as_the_log_holds_them():
@@ -132,9 +153,9 @@ def test_the_figure_reads_rows_as_the_log_holds_them():
               {"key": "b", "claim": "b", "verdict": "holds"},                       # a row from before the kit
               {"key": "c", "claim": "c", "verdict": "not tested here", "why": "measured on cpu", "value": 1.0,
                "low": 0.5, "high": 1.5, "at_least": 5.0}]
-    fig = claims_figure(logged)
-    notes = [t.get_text() for t in fig.axes[0].texts]
-    assert notes == ["holds (no interval logged)", "not tested here (measured on cpu)"]
+    text = _texts(claims_figure(logged))
+    assert "holds · 3 [2.5, inf] against >= 2" in text
+    assert "holds (no interval logged)" in text and "not tested here (measured on cpu)" in text
     assert judged_text(logged[0]) == "3 [2.5, inf] against >= 2" and judged_text(logged[1]) == ""
 
 

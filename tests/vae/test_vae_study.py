@@ -90,7 +90,7 @@ def test_decide_timed_gives_what_the_claims_judge_takes(monkeypatch):
 
     def decide():
         with open(os.devnull, "w") as null:
-            got = decide_timed(single_changes(2), batches, cfg=cfg, clock=None, progress_file=null, **kw)
+            got = decide_timed(single_changes(2), batches, cfg=cfg, progress_file=null, **kw)
         return got | decide_remaps(remaps, cfg=cfg, device="cpu")
     off = decide()                                  # on a CPU every timed claim is a GPU claim: none is timed
     assert set(off) == set(SAVINGS) | set(SPEEDUPS) | set(REMAPS) and all(v is None for v in off.values())

@@ -211,7 +211,11 @@ class Claims:
             mm = m.measured if isinstance(m, Decision) else m
             row.update(value=mm.value, low=mm.low, high=mm.high)
         if isinstance(m, Decision):
-            row.update(confidence=m.confidence, rounds=m.rounds, seconds=m.seconds, quantity=m.quantity)
+            row.update(confidence=m.confidence, rounds=m.rounds, seconds=m.seconds, quantity=m.quantity, how=m.how)
+            if m.calls:
+                row["calls"] = "/".join(map(str, m.calls))
+            if math.isfinite(m.typical):
+                row.update(typical=m.typical, typical_low=m.typical_low, typical_high=m.typical_high)
             if m.note:
                 row["note"] = m.note
         return row
@@ -261,19 +265,22 @@ def _num(x: float) -> str:
 
 
 def judged_text(row: Mapping) -> str:
-    """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval, 12 rounds, 0.31 s)'."""
+    """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval; mean of 40 paired rounds of
+    3 and 8 calls (blocks of 5 ms), typical 2.45; 0.61 s)'."""
     row = read_row(row)
     if "value" not in row or "rule" not in row:
         return ""
     span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
-    how = (f" ({row['confidence']:.0%} interval, {row['rounds']} rounds, {row['seconds']:.2f} s)"
+    what = row.get("how") or f"{row.get('rounds')} rounds"
+    how = (f" ({row['confidence']:.0%} interval; {what}; {row['seconds']:.2f} s)"
            if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")
     how += f"; {row['note']}" if row.get("note") else ""
     return f"{_num(row['value'])}{span} against {row['rule']}{how}"
 
 
 _LOGGED = ("key", "source", "rule", "value", "low", "high", "at_least", "at_most", "partly", "why", "why_not",
-           "confidence", "rounds", "seconds", "quantity", "note", "variant")
+           "confidence", "rounds", "seconds", "quantity", "note", "variant", "how", "calls", "typical", "typical_low",
+           "typical_high")
 
 
 def log_rows(log, rows: list[dict], *, headline: str | None = None) -> None:
@@ -325,73 +332,109 @@ COLORS = {"holds": "#2e7d32", "fixed": "#1565c0", "partly holds": "#f9a825", "do
           "within noise": "#757575", "not tested here": "#bdbdbd"}
 
 
-def _position(row: Mapping, x: float) -> float:
-    """Where `x` sits against the row's threshold, on the claim's side > 0: (x - t) / |t| for `>= t` (t != 0),
-    (t - x) / |t| for `<= t`; the plain difference for t = 0."""
-    t = row["at_least"] if row.get("at_least") is not None else row["at_most"]
-    sign = 1 if row.get("at_least") is not None else -1
-    if not math.isfinite(x):
-        return sign * x
-    return sign * (x - t) / (abs(t) if t else 1.0)
+def _ratio_scale(nums: Mapping) -> bool:
+    """Whether a row is best read on a log scale: a threshold and every finite number of it positive, spanning more
+    than a factor of 3 or the threshold far from 1 (a speedup, a factor)."""
+    xs = [x for x in nums.values() if x is not None and math.isfinite(x)]
+    if not xs or min(xs) <= 0:
+        return False
+    return max(xs) / min(xs) > 3 or any(k in ("at_least", "at_most") and nums[k] is not None and nums[k] >= 1.5
+                                        for k in nums)
+
+
+def _label(row: Mapping, nums: Mapping, label: str) -> str:
+    """'holds · 4.73 [3.1, 6.39] against >= 3 · mean of 55 paired rounds of 3 and 13 calls, typical 2.46': the row's
+    numbers in words, for beside its interval."""
+    head = f"{label}: " if label else ""
+    if nums["value"] is None:
+        return head + (verdict_text(row) if row["verdict"] == "not tested here" else
+                       f"{row['verdict']} (no interval logged)")
+    span = f" [{_num(nums['low'])}, {_num(nums['high'])}]" if nums["low"] != nums["high"] else ""
+    how = f" · {row['how']}" if row.get("how") else ""
+    return f"{head}{verdict_text(row)} · {_num(nums['value'])}{span} against {row.get('rule', '')}{how}"
 
 
 def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = ""):
-    """Each claim's measured interval against its threshold, coloured by verdict: one line per claim, the threshold at
-    0, the claim's side to the right (x: distance from the threshold as a fraction of it, symlog; a `partly`
-    threshold as a tick; an unbounded end as an arrow). A claim not tested here, or without numbers, is a note with
-    its reason. `runs`: rows (one run), or {label: rows} to draw several runs' intervals of the same claims side by
-    side (rows as `Claims.judge` makes them or as the results log holds them). -> matplotlib Figure."""
+    """Each claim on a panel of its own, in its own units: the measured interval as a bar coloured by verdict, the
+    value as a dot, the typical round (a decision's median round, where it differs) as a hollow diamond, the
+    threshold as a black line and a `partly` threshold as a dashed one; log scale where the row is a ratio. The
+    claim's full text heads its panel and its numbers are printed under it (verdict, value and interval against the
+    rule, what was measured), so the figure reads without the table. A claim not tested here, or without numbers, is
+    a line of text with its reason. `runs`: rows (one run), or {label: rows} to draw several runs' intervals of the
+    same claims in one panel (rows as `Claims.judge` makes them or as the results log holds them). -> Figure."""
     import matplotlib.pyplot as plt
 
     if not isinstance(runs, Mapping):
         runs = {"": runs}
     keys = list(dict.fromkeys(r.get("key") or r["claim"] for rows in runs.values() for r in rows))
     text = {r.get("key") or r["claim"]: r["claim"] for rows in runs.values() for r in rows}
-    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.42 * len(keys) * max(1, len(runs) ** 0.5)))
-    step = 0.6 / max(1, len(runs))
-    markers, clip = "os^Dv", 1e3
-    lim, arrows = 1.0, []
-    for j, (label, rows) in enumerate(runs.items()):
-        for r in rows:
-            y = keys.index(r.get("key") or r["claim"]) + (j - (len(runs) - 1) / 2) * step
-            color = COLORS.get(r["verdict"], "black")
-            nums = {k: read_row(r).get(k) for k in NUMBERS}
-            thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
-            if r["verdict"] == "not tested here" or thr is None or nums["value"] is None:
-                note = verdict_text(r) if r["verdict"] == "not tested here" else f"{r['verdict']} (no interval logged)"
-                ax.text(0.51, y, _wrap(f"{label}: {note}" if label else note, 70), transform=ax.get_yaxis_transform(),
-                        va="center", fontsize=7, color="#616161", clip_on=True)  # inside the axes, right of 0
-                continue
-            row = {"at_least": nums["at_least"], "at_most": nums["at_most"]}
-            lo, hi = sorted((_position(row, nums["low"]), _position(row, nums["high"])))
-            v = _position(row, nums["value"])
-            ax.plot([max(lo, -clip), min(hi, clip)], [y, y], color=color, lw=3, solid_capstyle="butt")
-            arrows += [(end, y, color) for end in (lo, hi) if not math.isfinite(end)]  # unbounded: drawn at the edge
-            ax.plot([v], [y], markers[j % len(markers)], color=color, mec="black", mew=0.5, ms=6,
-                    label=f"{label} {r['verdict']}".strip())
-            if nums["partly"] is not None:
-                ax.plot([_position(row, nums["partly"])], [y], "|", color="#f9a825", ms=12, mew=2)
-            lim = max([lim] + [abs(x) for x in (lo, hi, v) if math.isfinite(x)])
-    ax.axvline(0, color="black", lw=1)
-    ax.axvspan(0, clip, color="#e8f5e9", zorder=0)
-    ax.set_xscale("symlog", linthresh=0.1)
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([_wrap(text[k]) for k in keys], fontsize=7)
-    ax.set_ylim(len(keys) - 0.5, -0.5)  # top to bottom, half a row of room at each end
-    ax.set_xlabel("(measured - threshold) / |threshold|: the claim's side to the right (| partly threshold)")
-    handles, labels = ax.get_legend_handles_labels()
-    seen = dict(zip(labels, handles))
-    if seen:
-        ax.legend(seen.values(), seen.keys(), fontsize=7, loc="best")
+    per = 0.75 + 0.3 * len(runs)
+    fig, axes = plt.subplots(len(keys), 1, figsize=(11, 0.6 + per * len(keys)), squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        _panel(ax, key, text[key], runs)
     if title:
-        ax.set_title(title)
-    edge = min(lim * 1.5, clip)
-    ax.set_xlim(-edge, edge)
-    for end, y, color in arrows:
-        ax.plot([math.copysign(edge, end)], [y], ">" if end > 0 else "<", color=color, ms=7, clip_on=False)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(h_pad=0.6)
     return fig
 
 
+def _panel(ax, key: str, claim: str, runs: Mapping[str, list[dict]]) -> None:
+    """One claim's panel (`claims_figure`)."""
+    ax.set_title(_wrap(claim, 150), fontsize=8, loc="left")
+    ax.set_yticks([])
+    lines, drawn, seen = [], [], []
+    for j, (label, rows) in enumerate(runs.items()):
+        row = next((r for r in rows if (r.get("key") or r["claim"]) == key), None)
+        if row is None:
+            continue
+        nums = {k: read_row(row).get(k) for k in (*NUMBERS, "typical")}
+        if isinstance(nums["typical"], str):
+            nums["typical"] = None
+        lines.append(_label(row, nums, label))
+        thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
+        if row["verdict"] != "not tested here" and thr is not None and nums["value"] is not None:
+            drawn.append((j, row, nums))
+            seen.append(nums)
+    if not drawn:
+        ax.axis("off")
+        ax.text(0, 0.3, "\n".join(_wrap(t, 170) for t in lines), fontsize=7, color="#616161", transform=ax.transAxes)
+        return
+    log = all(_ratio_scale({k: v for k, v in n.items() if k != "typical"}) for n in seen)
+    xs = [v for n in seen for k, v in n.items() if v is not None and math.isfinite(v) and (v > 0 or not log)]
+    lo, hi = min(xs), max(xs)
+    pad = (hi / lo) ** 0.15 if log and lo > 0 else None
+    left, right = (lo / pad, hi * pad) if pad else (lo - 0.15 * (hi - lo or abs(hi) or 1), hi + 0.15 * (hi - lo or abs(hi) or 1))
+    for j, row, nums in drawn:
+        y = -j
+        color = COLORS.get(row["verdict"], "black")
+        a, b = (max(nums["low"], left), min(nums["high"], right))
+        ax.plot([a, b], [y, y], color=color, lw=5, solid_capstyle="butt")
+        for end, edge in ((nums["low"], left), (nums["high"], right)):
+            if not math.isfinite(end):
+                ax.plot([edge], [y], "<" if end < 0 or end < left else ">", color=color, ms=7, clip_on=False)
+        ax.plot([nums["value"]], [y], "o", color=color, mec="black", mew=0.6, ms=7)
+        if nums["typical"] is not None and math.isfinite(nums["typical"]) and nums["typical"] != nums["value"]:
+            ax.plot([nums["typical"]], [y], "D", mfc="none", mec="black", mew=0.8, ms=6)
+    n0 = drawn[0][2]
+    thr = n0["at_least"] if n0["at_least"] is not None else n0["at_most"]
+    ax.axvline(thr, color="black", lw=1.2)
+    if n0["partly"] is not None:
+        ax.axvline(n0["partly"], color="#f9a825", lw=1.2, ls="--")
+    if log:
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: _num(x)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(left, right)
+    ax.set_ylim(-len(runs) + 0.4, 0.6)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel("\n".join(_wrap(t, 170) for t in lines), fontsize=6.5, loc="left")
+
+
 def _wrap(s: str, width: int = 60) -> str:
-    return s if len(s) <= width else s[:width - 1] + "…"
+    """`s` broken into lines of at most `width` characters (never cut)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(s, width)) or s

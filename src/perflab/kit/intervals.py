@@ -28,6 +28,7 @@ FEW = 8   # never fewer batches than this (while there are as many rounds)
 Z_LAG = 1.645  # a lag-1 correlation above Z_LAG / sqrt(batches) (one-sided 5%) makes the batches twice as long
 LAG_SMALL = 0.2  # ... as does one above this
 R_MAX = 0.9      # the most lag-1 correlation the widening assumes
+R_FIXED = 0.5    # ... over FEW batches made long by design (a quantity the load moves), whose lag-1 is a rough guess
 
 
 def _special():
@@ -73,12 +74,12 @@ def batches(xs: Sequence[float], fixed: int = 0) -> tuple[int, float]:
     """How many consecutive batches the series `xs` is cut into (`batch_size`; `fixed`: that many, for a quantity
     the load moves itself), and the factor the batch means' variance is widened by for the dependence left between
     them: (1 + r) / (1 - r) for their lag-1 correlation r (bias-corrected, clipped to [0, R_MAX]: at most 19x the
-    variance, where the rounds are too few for the load's memory)."""
+    variance, where the rounds are too few for the load's memory; to R_FIXED over `fixed` batches: at most 3x)."""
     m = min(len(xs), fixed) if fixed else len(xs) // batch_size(xs)
     if m < FEW:   # too few to estimate a correlation: taken as independent (the drift term is the caller's)
         return m, 1.0
     r = lag1(batch_means(xs, m))
-    r = min(max(r + (1 + 3 * r) / m, 0.0), R_MAX)   # the estimate's bias for m values taken out (Kendall)
+    r = min(max(r + (1 + 3 * r) / m, 0.0), R_FIXED if fixed else R_MAX)   # the estimate's bias taken out (Kendall)
     return m, (1 + r) / (1 - r)
 
 

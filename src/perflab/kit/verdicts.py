@@ -117,6 +117,18 @@ class Measured:
         high = ha / lb * scale if lb > 0 and ha < math.inf else math.inf
         return cls(v, min(low, v), max(high, v))
 
+    @classmethod
+    def paired_ratio(cls, num: Sequence[float], den: Sequence[float], confidence: float = CONFIDENCE) -> Measured:
+        """mean(num) / mean(den) for two series taken in the same rounds (e.g. two batch sizes' seconds per candidate,
+        round by round), with Fieller's interval over batch means (`perflab.kit.intervals.ratio_interval`): the
+        total's ratio, not the typical round's."""
+        num, den = [float(x) for x in num], [float(x) for x in den]
+        if not num or len(num) != len(den):
+            raise ValueError(f"Measured.paired_ratio: {len(num)} numerators against {len(den)} denominators")
+        v = sum(num) / sum(den)
+        lo, hi = ratio_interval(num, den, 1 - confidence)
+        return cls(v, min(lo, v), max(hi, v))
+
     def __post_init__(self):
         if not self.low <= self.value <= self.high:
             raise ValueError(f"Measured needs low <= value <= high, got {self.low}, {self.value}, {self.high}")
@@ -431,10 +443,12 @@ class _Paired:
         return abs(slope(ds, xs)) / max(abs(sum(ds) / len(ds)), 1e-300)
 
     def load_bound(self) -> bool:
-        """Whether the rounds' value moves with their total time (the load) beyond chance (`intervals.moves_with`)."""
-        xs = [math.log(b * o) for b, o in zip(self.tb, self.to) if b > 0 and o > 0]
-        ys = [math.log(b / o) for b, o in zip(self.tb, self.to) if b > 0 and o > 0]
-        return len(xs) == len(self.tb) and moves_with(ys, xs)
+        """Whether the rounds' ratio moves with their total time (the load) beyond chance (`intervals.moves_with`;
+        a side much noisier than the other can tilt the two together too: then the rule is only more careful)."""
+        if not all(b > 0 and o > 0 for b, o in zip(self.tb, self.to)):
+            return False
+        return moves_with([math.log(b / o) for b, o in zip(self.tb, self.to)],
+                          [math.log(b * o) for b, o in zip(self.tb, self.to)])
 
     def drift(self) -> float:
         if self.of == "ratio":

@@ -13,11 +13,12 @@ What measures each claim (MEASURED_BY, with the ablation variant that tests it i
   the cache gather of one sample, `decide_saving` in paired rounds, per = 1 / the baseline's median time per sample
   (its own spread is not in the interval);
 - "data_prep": the share that all on-the-fly preparation takes (the most a DataLoader can hide): `decide_time` over
-  blocks of ~1 ms of one-sample preparations, each over the baseline's median time per sample;
+  blocks of one-sample preparations (their mean, the machine's drift added), over the baseline's median time per
+  sample;
 - "attention": one attention layer, eager against SDPA (fwd+bwd), `decide_speedup` at the study's LM length;
 - "amp": bf16 over fp32 at the largest batch the sweep measured in both, `decide_speedup` on a fresh pair (CUDA);
 - "memory": the baseline's activation bytes over the variant's: exact (counted bytes);
-- "mfu": the compiled step's model FLOP/s over the measured bf16 matmul floor, the median over its timed blocks and
+- "mfu": the compiled step's model FLOP/s over the measured bf16 matmul floor, the mean over its timed blocks and
   its 99% interval (`floors.fraction_of_floor`); "spread": the largest IQR/median of the run, exact.
 """
 from __future__ import annotations
@@ -149,7 +150,7 @@ def decide_parts(cfg: LatentWireParams, examples, *, device, base, seq: int, swe
                  sweep_toggles: dict) -> dict[str, Decision | None]:
     """The claims about a part of the step: one attention layer eager vs SDPA at the study's LM length `seq`
     (flash_attention, paired rounds); one sample prepared on the fly, over the baseline's time per sample
-    (dataloader, 1 ms blocks), and against a gather from the cache (pretokenize, paired rounds); and on the GPU
+    (dataloader, blocks of calls), and against a gather from the cache (pretokenize, paired rounds); and on the GPU
     setup bf16 vs fp32 at the sweep's largest batch measured in both (amp, paired rounds; None off its setup or
     without such a batch). `base`: the baseline's VariantResult; at most `cfg.verdict_time` s each."""
     from .study import amp_pair, attention_fns, data_fns
@@ -191,7 +192,7 @@ def _pct(m) -> str:
 
 
 def _rounds(d: Decision) -> str:
-    return f"{d.rounds} {'paired rounds' if len(d.calls) == 2 else 'blocks'}, {d.seconds:.2f} s"
+    return f"{d.how}, {d.seconds:.2f} s"
 
 
 def _share_removed(d) -> str:

@@ -10,6 +10,7 @@ below the floor, per-op overhead (launches, Python) sets its time and autocast o
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -49,15 +50,17 @@ def floors(p: LatentWireParams, device) -> dict[str, tuple[float, Measurement]]:
 
 
 def fraction_of_floor(r: VariantResult, flops_per_sample: float, peak: float) -> Measured:
-    """Model FLOP/s of a timed variant over a floor (MFU when the floor is the matmul peak), block by block: the
-    median over its timed blocks and that median's distribution-free 99% interval (`Measured.from_samples`;
-    unbounded under 8 blocks). The floor is taken as exact."""
-    return Measured.from_samples([flops_per_sample * r.samples_per_step / (t * peak) for t in r.measurement.times])
+    """Model FLOP/s of a timed variant over a floor (MFU when the floor is the matmul peak): its FLOPs per step over
+    its mean time per step (total FLOPs over total time), the interval from the mean time's 99% interval over its
+    timed blocks (`Measured.from_samples`; unbounded with one block). The floor is taken as exact."""
+    t = Measured.from_samples(list(r.measurement.times))
+    c = flops_per_sample * r.samples_per_step / peak
+    return Measured(c / t.value, c / t.high if t.high < math.inf else 0.0, c / t.low if t.low > 0 else math.inf)
 
 
 def amp_gains(sweep: dict) -> dict[int, Measured]:
     """{batch: bf16 over fp32 samples/s} at every batch `study.batch_sweep` measured in both: the ratio of the two
-    timings' medians and its 99% interval (`Measured.ratio`)."""
+    timings' means and its 99% interval (`Measured.ratio`)."""
     fp32 = {r.samples_per_step: r for r in sweep.get(False, [])}
     return {r.samples_per_step: Measured.ratio(fp32[r.samples_per_step].measurement, r.measurement)
             for r in sweep.get(True, []) if r.samples_per_step in fp32}

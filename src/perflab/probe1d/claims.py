@@ -8,16 +8,17 @@ and the sentences that say what this run measured.
 
 Every verdict is the kit's (`perflab.kit.verdicts.judge`, via `Claims.judge`): the measured interval against the
 claim's threshold. How each number gets its interval:
-- A speed claim (02: cpu_10x, gpu_100x, job_18h) is `decide_speedup` of the baseline's LM iteration against the
-  optimized one, in paired rounds of at most `verdict_time` seconds (99% interval, sequential stopping). The baseline
-  is timed on `baseline_slabs` of its slabs (at least 1: a whole CPU-default iteration is ~0.2 s, too few rounds
-  for 2 s) and scaled to all of them (every slab reads the same events: `study.iteration_callable`).
-- The distance from the floor (floor_3x) is `decide_value` of (optimized iteration) / (the floor's kernel, scaled
-  to the floor's work) in paired rounds (`study.decide_floor`): a 99% interval of the median ratio.
-- A profile share (01) is the median over `profile_repeats` profiles of the same fit, with the order-statistic
-  interval of that median at SHARE_CONFIDENCE (`Measured.from_samples`): with k profiles the interval min..max
-  holds the true median with probability 1 - 2/2^k (5 profiles: 0.9375), so 0.9 needs k >= 5; with fewer the
-  interval is unbounded and the verdict "within noise". The claim is then about the factor between our share and
+- A speed claim (02: cpu_10x, gpu_100x, job_18h) is `decide_speedup` of the baseline's whole LM iteration against
+  the optimized one, in paired rounds of at most `verdict_time` seconds (the ratio of mean times, 99% interval,
+  sequential stopping). A whole CPU-default baseline iteration is ~0.2 s: 02's `verdict_time` is 8 s, room for the
+  rounds a 99% interval needs. The GPU preset (a whole baseline iteration at the seed's shapes is minutes) sets
+  `baseline_slabs`: both sides then run the first slabs' classes (the part against the part; a part of one side
+  scaled up would be an estimate, not a measurement).
+- The distance from the floor (floor_3x) is the same, of the optimized iteration against the floor's kernel scaled
+  to the floor's work (`study.decide_floor`): the ratio of their mean times.
+- A profile share (01) is the mean over `profile_repeats` profiles of the same fit, with the t interval of that
+  mean at SHARE_CONFIDENCE (`Measured.from_samples`; with one profile it is unbounded and the verdict "within
+  noise"). The claim is then about the factor between our share and
   the seed's, f(s) = max(s / seed, seed / s) (a share of 0 is infinitely far): the interval [lo, hi] of the share
   maps to [1, max(f(lo), f(hi))] when it holds the seed's share, else to [min, max] of f at its ends (f falls
   towards the seed's share and grows away from it). Within 1.5x of the seed's share holds, within 4x partly.
@@ -36,7 +37,7 @@ from .params import ProfileParams, SlabStatsParams
 
 SEED = "seed 000"                 # 000_fc6e6bb315861ab0.txt, "Probe1D performance"
 ISSUE = "issue 3"                 # the study's issue: its targets
-SHARE_CONFIDENCE = 0.9            # of a profile share's interval (min..max of 5 profiles: 0.9375)
+SHARE_CONFIDENCE = 0.99           # of a profile share's interval (t over the profiles: independent fits)
 
 # The seed's job (research note, "Real scale"): ADE20K, ~2.25e9 nonzeros, 151 classes, 100 iterations,
 # slabs of 8 classes at ~35 s per LM iteration on an A100 -> 19 slabs x 100 iterations ~ 18 h.
@@ -84,7 +85,7 @@ SEED_BREAKDOWN = tuple((SEED_SHARES[k][0], SEED_SHARES[k][1], SEED_SHARES[k][2])
 
 
 def share_measured(profiles: list, needle: str) -> Measured:
-    """The median share of `needle` over repeated profiles of the same fit, with its SHARE_CONFIDENCE interval."""
+    """The mean share of `needle` over repeated profiles of the same fit, with its SHARE_CONFIDENCE interval."""
     return Measured.from_samples([p.share(needle) for p in profiles], confidence=SHARE_CONFIDENCE)
 
 
@@ -110,7 +111,7 @@ def profile_found(profiles: list, optimized, fits: dict, device_type: str) -> di
     found = {}
     for key, (_, needle, seed) in SEED_SHARES.items():
         m = share_measured(profiles, needle)
-        text = (f"baseline {_pct(m.value)} on {device_type} (median of {len(profiles)} profiles, "
+        text = (f"baseline {_pct(m.value)} on {device_type} (mean of {len(profiles)} profiles, "
                 f"{SHARE_CONFIDENCE:.0%} interval {_pct(m.low)} to {_pct(m.high)}); optimized "
                 f"{_pct(optimized.share(needle))}")
         if PROFILE_CLAIMS[key].off_setup(None, device_type):     # a GPU mechanism, on another device
@@ -204,15 +205,14 @@ def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> floa
 
 def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[str, Decision]:
     """Notebook 02's timed claims, each decided in paired rounds of at most `cfg.verdict_time` seconds: the speed
-    claims whose setup is this run's (`decide_speedup` of the LM iteration, the baseline on `baseline_slabs` slabs,
-    at least 1, scaled to all) and the distance from `floor` (`study.decide_floor`). `pair`: {"baseline": (impl,
-    config), "optimized": (impl, config)} as the sweep's. -> {key: Decision}"""
+    claims whose setup is this run's (`decide_speedup` of the whole LM iteration) and the distance from `floor`
+    (`study.decide_floor`). `pair`: {"baseline": (impl, config), "optimized": (impl, config)} as the sweep's.
+    -> {key: Decision}"""
     dt = getattr(device, "type", device)
-    slabs = max(1, cfg.baseline_slabs)
     out = {}
     for c in SPEED_CLAIMS:
         if not c.off_setup(cfg, dt):
-            out[c.key] = study.decide_iteration_speedup(x, y, pair, c.rule, baseline_slabs=slabs, device=device,
+            out[c.key] = study.decide_iteration_speedup(x, y, pair, c.rule, device=device,
                                                         max_run_time=cfg.verdict_time)
     out[FLOOR_CLAIM.key] = study.decide_floor(x, y, pair["optimized"][1], floor, FLOOR_CLAIM.rule, device=device,
                                               max_run_time=cfg.verdict_time)
@@ -224,30 +224,32 @@ def _x(d: Decision, unit: str = "x") -> str:
 
 
 def slab_found(decisions: dict, *, default: dict, side: dict, fit: dict, fits: dict, qx_ok: bool, hours: dict,
-               above: dict, floor: dict, slabs: int, device_type: str, mode: str) -> dict:
+               above: dict, floor: dict, device_type: str, mode: str, slabs: int = 0) -> dict:
     """Notebook 02's measurements for `SLAB_CLAIMS.judge`. `decisions`: `decide_slab_claims`'s; `default`: the
     sweep's row at the default size; `side`: {mode: ratio dict} of the side-by-side cell; `fit`: the whole-fit ratio
     dict; `fits`: {name: summary dict} of the whole fits; `hours`: the job extrapolated per impl; `above`: the
-    sweep's optimized iteration over the floor (ratio dict); `slabs`: the baseline slabs the decisions timed;
-    `mode`: the compile setting's label. Tables' numbers (p20-p80) ride along in the sentences."""
+    sweep's optimized iteration over the floor (ratio dict); `mode`: the compile setting's label; `slabs`: the
+    baseline slabs the decisions' pair ran (0: all). Tables' numbers (p20-p80) ride along in the sentences."""
     size = f"{default['n_rows']} rows x {default['n_classes']} classes"
-    n_slabs = -(-default["n_classes"] // 8)    # the baseline's slab: the seed's 8 classes (the pair never sets it)
-    how = (f"paired rounds of one LM iteration at {size} ({mode}; the baseline on {min(slabs, n_slabs)} of its "
-           f"{n_slabs} slabs of 8 classes, scaled)")
+    part = study.part_classes(dict(baseline_slabs=slabs), default["n_classes"])
+    how = (f"one whole LM iteration at {size} ({mode})" if part == default["n_classes"] else
+           f"one LM iteration of the first {slabs} slab(s) of 8 classes, {default['n_rows']} rows x {part} classes on "
+           f"both sides ({mode})")
     tables = f"the sweep {rng(default)}; side by side: " + "; ".join(f"{k} {rng(v)}" for k, v in side.items())
     found = {}
     for c in SPEED_CLAIMS[:2]:
         d = decisions.get(c.key)
-        found[c.key] = ((d, f"{_x(d)} per LM iteration, {how}; {tables}") if d is not None else
+        found[c.key] = ((d, f"{_x(d)} per LM iteration, {how}: {d.how}; {tables}") if d is not None else
                         (None, f"on {device_type} at {size}: {tables}" + (f"; {c.why_not}" if c.why_not else "")))
     job = decisions.get("job_18h")
-    found["job_18h"] = (job, (f"{_x(job)} per LM iteration ({how}): 18 h -> {g3(SEED_JOB['hours'] / job.value)} h; "
+    found["job_18h"] = (job, (f"{_x(job)} per LM iteration ({how}: {job.how}): 18 h -> "
+                              f"{g3(SEED_JOB['hours'] / job.value)} h; "
                               if job is not None else "") +
                         f"extrapolated on {device_type}: baseline {g3(hours['baseline'])} h, optimized "
                         f"{g3(hours['optimized'])} h at full activity; whole fit {rng(fit)}")
     d = decisions.get(FLOOR_CLAIM.key)
-    found[FLOOR_CLAIM.key] = (d, (f"{_x(d, 'x the floor')} (paired rounds of the optimized iteration, {mode}, "
-                                  f"against the floor's kernel: {floor['bound']}); " if d is not None else "")
+    found[FLOOR_CLAIM.key] = (d, (f"{_x(d, 'x the floor')} (the optimized iteration, {mode}, against the floor's "
+                                  f"kernel: {floor['bound']}; {d.how}); " if d is not None else "")
                               + f"the sweep's median {rng(above, 'x the floor')}")
     f32, f64, fb = fits["optimized float32"], fits["optimized float64"], fits["baseline"]
     num32 = (fb["fallbacks"] - fb["zero_grad_fallbacks"]) + (f32["fallbacks"] - f32["zero_grad_fallbacks"])

@@ -32,7 +32,7 @@ class ProfileParams(ProbeParams):
     class_slab_size: int = 8      # baseline classes per slab (the seed)
     row_batch_size: int = 1024    # baseline chunk is row_batch_size x 32 events
     interval: float = 0.0005      # pyinstrument sampling interval in seconds
-    profile_repeats: int = 5      # plain baseline profiles: a share's 90% interval needs 5 (their min..max)
+    profile_repeats: int = 5      # plain baseline profiles: a share's interval is the t interval over them
 
     def check(self) -> None:
         super().check()
@@ -45,6 +45,7 @@ class ProfileParams(ProbeParams):
 @dataclasses.dataclass
 class SlabStatsParams(ProbeParams):
     """notebooks/02_slab_stats.ipynb"""
+    verdict_time: float = 8.0     # seconds per timed claim at most: a whole baseline iteration is ~0.2 s on the CPU
     min_run_time: float = 0.1     # seconds per timing at least
     max_run_time: float = 0.6     # seconds per timing at most
     n_latents: int = 512          # latents
@@ -53,7 +54,7 @@ class SlabStatsParams(ProbeParams):
     row_sweep: list = dataclasses.field(default_factory=lambda: [1024, 2048, 4096, 8192])  # rows per size, classes fixed
     class_sweep: list = dataclasses.field(default_factory=lambda: [8, 32, 64])  # classes per size, rows fixed
     slab_sweep: list = dataclasses.field(default_factory=lambda: [2, 8, 32])  # classes per slab or pass
-    baseline_slabs: int = 0       # baseline slabs timed per iteration then scaled; 0 means all (1 in the verdicts)
+    baseline_slabs: int = 0       # baseline slabs per iteration (0: all): the sweep scales them, the verdicts run both on them
     fit_rows: int = 2048          # rows of the whole-fit comparison
     fit_classes: int = 16         # classes of the whole-fit comparison
     fit_max_iter: int = 40        # max LM iterations of the whole fits

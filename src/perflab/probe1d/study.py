@@ -8,7 +8,7 @@ from a fresh start (all coordinates active: the most work an iteration ever does
 Every timing for the tables and plots is a `torch.utils.benchmark` Measurement (medians with spread); what is
 compared is timed side by side in one run (`measure_iterations`, `time_fits`), so a machine whose speed drifts slows
 both. A claim's verdict comes from paired rounds instead (`decide_iteration_speedup`, `decide_floor`: the kit's
-`decide_speedup` / `decide_value`, a 99% interval and sequential stopping within a time budget).
+`decide_speedup`: the ratio of mean times, a 99% interval and sequential stopping within a time budget).
 
 IMPLS names the versions (each `Sparse1DProbe`, same arguments): the one place that does. Where a parameter names a
 version ("baseline", "optimized"), `version(name)` looks it up.
@@ -313,18 +313,25 @@ def above_floor(m, floor: dict) -> dict:
 
 # ---- notebook 02: the timed claims, decided in paired rounds ----------------------------------------------
 
-def decide_iteration_speedup(x, y, pair: dict, rule: dict, *, baseline_slabs: int, device, max_run_time: float):
+def decide_iteration_speedup(x, y, pair: dict, rule: dict, *, device, max_run_time: float):
     """The baseline's LM iteration against the optimized one (`pair`: {"baseline": (impl, config), "optimized":
-    (impl, config)}) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds). The
-    baseline runs its first `baseline_slabs` slabs per call and the ratio is scaled to all of them (every slab reads
-    the same events): a whole baseline iteration at the CPU defaults (~0.2 s) leaves too few rounds in 2 s.
-    Both iterations are warm (the optimized plan built, its graphs compiled by an earlier fit). -> Decision"""
+    (impl, config)}) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds).
+    Like against like: the whole iteration on both sides, or, where the baseline's config sets `baseline_slabs` k > 0
+    (a GPU preset's seed shapes: a whole baseline iteration is minutes), the first k slabs' classes on both sides (a
+    part timed and scaled up would be an estimate, not a measurement). Both warm (the optimized plan built, its graphs
+    compiled by an earlier fit). -> Decision"""
     from ..kit.verdicts import decide_speedup
 
     (bi, bkw), (oi, okw) = pair["baseline"], pair["optimized"]
-    _, base, scale = iteration_callable(bi, x, y, device=device, **dict(bkw, baseline_slabs=baseline_slabs))
-    _, opt, _ = iteration_callable(oi, x, y, device=device, **okw)
-    return decide_speedup(base, opt, **rule, scale=scale, max_run_time=max_run_time, device=device)
+    _, base, _ = iteration_callable(bi, x, y, device=device, **bkw)
+    _, opt, _ = iteration_callable(oi, x, y[:, :part_classes(bkw, y.shape[1])], device=device, **okw)
+    return decide_speedup(base, opt, **rule, max_run_time=max_run_time, device=device)
+
+
+def part_classes(baseline_config: dict, n_classes: int) -> int:
+    """The classes a verdict's pair runs on: all, or the first `baseline_slabs` slabs' (`decide_iteration_speedup`)."""
+    k = baseline_config.get("baseline_slabs", 0)
+    return min(n_classes, k * baseline_config.get("class_slab_size", 8)) if k else n_classes
 
 
 def floor_kernel(floor: dict, device):
@@ -340,18 +347,14 @@ def floor_kernel(floor: dict, device):
 
 
 def decide_floor(x, y, config: dict, floor: dict, rule: dict, *, device, max_run_time: float):
-    """How many times the floor the optimized LM iteration takes (`config`: the optimized solver's), decided by
-    `perflab.kit.verdicts.decide_value` against `rule`: each value is one paired round (`perflab.kit.bench.PairedTimer`)
-    of the iteration and of the floor's kernel (`floor_kernel`), iteration seconds / floor seconds. The floor's other
-    part (bytes or sigmoids, whichever is smaller at the medians of `measure_floor`) is left out. -> Decision"""
-    from ..kit.bench import PairedTimer
-    from ..kit.verdicts import decide_value
+    """How many times the floor the optimized LM iteration takes (`config`: the optimized solver's), decided against
+    `rule` in paired rounds of the iteration and of the floor's kernel (`floor_kernel`): the ratio of their mean
+    times, the kernel's scaled to the floor's work (`perflab.kit.verdicts.decide_speedup`, quantity "times the
+    floor"). The floor's other part (bytes or sigmoids, whichever is smaller at the medians of `measure_floor`) is
+    left out. -> Decision"""
+    from ..kit.verdicts import decide_speedup
 
     _, opt, _ = iteration_callable("optimized", x, y, device=device, **config)
     kernel, per_call = floor_kernel(floor, device)
-    pt = PairedTimer(opt, kernel, device=device)
-
-    def times_the_floor() -> float:
-        t_opt, t_kernel = pt.round()
-        return t_opt / (t_kernel * per_call)
-    return decide_value(times_the_floor, **rule, quantity="times the floor", max_run_time=max_run_time)
+    return decide_speedup(opt, kernel, **rule, scale=1 / per_call, quantity="times the floor",
+                          max_run_time=max_run_time, device=device)

@@ -6,12 +6,13 @@ setup this run does not have (batch 64 on CUDA, the CPU's op count on a GPU): "n
 
 What measures each claim:
 - the seed's savings (seconds per epoch): `decide_saving` in paired rounds between the configurations before and
-  after the change (SAVINGS), each call `log_every` steps (one metric read per window inside it), scaled to an
-  epoch of `epoch_batches` steps. Their `partly` is a fixed number, SAVING_PARTLY = 1 s per epoch: a real but
-  smaller saving, about 3% of the H100 baseline's epoch at batch 64 (7.3 ms per step, 1a70d9c). A claim is data
-  fixed at import; before issue 30 this threshold was 2% of the run's own baseline epoch, set from the run.
-- the remap costs (ms per call): `decide_time` over blocks of ~1 ms of calls (`decide_remaps`): the median block's
-  time per call and its 99% interval, drawn until it settles the claim.
+  after the change (SAVINGS): the difference of their mean times per call, each call `log_every` steps (one metric
+  read per window inside it), scaled to an epoch of `epoch_batches` steps. Their `partly` is a fixed number,
+  SAVING_PARTLY = 1 s per epoch: a real but smaller saving, about 3% of the H100 baseline's epoch at batch 64 (7.3
+  ms per step, 1a70d9c). A claim is data fixed at import; before issue 30 this threshold was 2% of the run's own
+  baseline epoch, set from the run.
+- the remap costs (ms per call): `decide_time` over blocks of calls (`decide_remaps`): the mean time per call and
+  its 99% interval (the machine's drift added), drawn until it settles the claim.
 - the speed targets at batch 64 on CUDA: `decide_speedup` in paired rounds, baseline against optimized / captured
   (SPEEDUPS); off that setup nothing is timed for them (the timing table's ratio of medians is in the sentence).
 - counts (host syncs, launch calls, ops dispatched) and pass/fail facts (same curves, the gradient steers): exact.
@@ -54,10 +55,10 @@ CLAIMS = Claims(
     Claim("total", "The three together save 2-5 min/epoch", "2-5 min/epoch (105-163 s in its table)", at_least=105.0,
           **_SAVING),
     Claim("remap_host_ms", "The CPU round-trip remap costs 13-25 ms per batch", "13-25 ms", at_least=13.0,
-          source="seed 002", metric="ms per call of remap_host: blocks of ~1 ms of calls, median and 99% interval",
+          source="seed 002", metric="ms per call of remap_host: blocks of calls, the mean and its 99% interval",
           **_ON_GPU),
     Claim("remap_unique_ms", "The GPU-side remap costs ~1-2 ms per batch", "1-2 ms", at_least=1.0, source="seed 002",
-          metric="ms per call of remap_unique: blocks of ~1 ms of calls, median and 99% interval", **_ON_GPU),
+          metric="ms per call of remap_unique: blocks of calls, the mean and its 99% interval", **_ON_GPU),
     Claim("unique_syncs", "The GPU-side remap (torch.unique) takes the remap off the host", "GPU-side only",
           at_most=0, source="seed 002", metric="host syncs of one torch.unique remap"),
     Claim("integrity", "Algorithm integrity: NO changes to forward pass, loss, gradient flow", "unchanged",
@@ -114,14 +115,15 @@ def headline(device_type: str) -> str:
     return "cpu_ops_10x" if device_type == "cpu" else "captured_10x"
 
 
-def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, captured=None, model_cfg, train_cfg,
+def decide_timed(impls: dict, batches, *, cfg: VAEParams, progress_file, captured=None, model_cfg, train_cfg,
                  seed: int, device) -> dict[str, Decision | None]:
     """The timed claims, each decided in paired rounds (`perflab.kit.verdicts`, at most `cfg.verdict_time` seconds of
     rounds, stopped once decided): the savings by `decide_saving`, the speed targets by `decide_speedup` where this
     run is their setup (else None: not timed). A call is one epoch over `batches` (log_every steps, the progress bar
     drawn into `progress_file`), as the timing table times it; each implementation trains its own model from the
     seed across its calls; `captured`: the captured step already compiled (and on CUDA recorded), reused as is.
-    `clock`: the study's (process time on a one-thread CPU run, else None: wall time, the device synchronized)."""
+    Wall time, whatever clock the study's tables use: the verdicts' budget is wall time, and on a CPU another
+    process's turns on the core are taken out of each block (`perflab.kit.rounds.Stopwatch`)."""
     device_type = getattr(device, "type", str(device))
     trainers = {}
 
@@ -132,7 +134,7 @@ def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, 
         tr = trainers[name]
         return lambda: tr.epoch(batches, progress=True, progress_file=progress_file)
 
-    rounds = dict(max_run_time=cfg.verdict_time, device=device, clock=clock)
+    rounds = dict(max_run_time=cfg.verdict_time, device=device)
     out: dict[str, Decision | None] = {}
     for key, (before, after) in SAVINGS.items():
         off = CLAIMS[key].off_setup(cfg, device_type)   # a GPU claim on a CPU run: not timed (its table still is)
@@ -144,15 +146,14 @@ def decide_timed(impls: dict, batches, *, cfg: VAEParams, clock, progress_file, 
     return out
 
 
-def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, device, clock=None,
-                  block: float = 0.001) -> dict[str, Decision | None]:
-    """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) timed in blocks of about
-    `block` seconds of calls, one block a sample of the ms per call (`perflab.kit.verdicts.decide_time`), until the
-    median's 99% interval settles the claim or `cfg.verdict_time` seconds are spent (`clock`: the study's)."""
+def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, device) -> dict[str, Decision | None]:
+    """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) warmed up, then timed in
+    blocks of calls, its mean ms per call (`perflab.kit.verdicts.decide_time`), until the 99% interval settles the
+    claim or `cfg.verdict_time` seconds are spent."""
     device_type = getattr(device, "type", str(device))
     return {key: None if CLAIMS[key].off_setup(cfg, device_type) else
-            decide_time(fns[name], **CLAIMS[key].rule, scale=1e3, quantity="ms per call", block=block,
-                        max_run_time=cfg.verdict_time, device=device, clock=clock)
+            decide_time(fns[name], **CLAIMS[key].rule, scale=1e3, quantity="ms per call",
+                        max_run_time=cfg.verdict_time, device=device)
             for key, name in REMAPS.items()}
 
 
@@ -188,7 +189,7 @@ def _fewer(launches: dict) -> float:
 
 
 def _rounds(d: Decision) -> str:
-    return f"{d.rounds} paired rounds, {d.seconds:.1f} s"
+    return f"{d.how}, {d.seconds:.1f} s"
 
 
 def measurements(ev: Evidence) -> dict[str, tuple[Measured | Decision | None, str]]:
@@ -210,8 +211,8 @@ def measurements(ev: Evidence) -> dict[str, tuple[Measured | Decision | None, st
         if d is None:
             out[key] = (None, f"{impl} on {dk}: not judged (the remap timings above show what it costs here)")
             continue
-        out[key] = (d, f"{d.value:.4f} ms [{d.low:.4f}, {d.high:.4f}] per call of {impl} on {dk} ({d.rounds} blocks "
-                       f"of ~1 ms, {d.seconds:.2f} s)")
+        out[key] = (d, f"{d.value:.4f} ms [{d.low:.4f}, {d.high:.4f}] per call of {impl} on {dk} ({d.how}, "
+                       f"{d.seconds:.2f} s)")
     u = sum(ev.unique_remap_syncs.values())
     out["unique_syncs"] = (Measured.exact(u), f"{u} syncs per call ({dict(ev.unique_remap_syncs)}) vs 2 for the CPU "
                                               f"round trip; the presence table: 0")
@@ -250,7 +251,7 @@ def measurements(ev: Evidence) -> dict[str, tuple[Measured | Decision | None, st
 
 def seed_table(ev: Evidence, rows: list[dict]):
     """The seed's table with measured values: the saving per step (the timing table's medians), per epoch (the
-    paired rounds' median and 99% interval), syncs removed per step, the verdict (`CLAIMS.judge`'s rows), and a
+    paired rounds' mean and 99% interval), syncs removed per step, the verdict (`CLAIMS.judge`'s rows), and a
     last row for all of ours together (medians only: no claim, no paired rounds)."""
     import pandas as pd
 

@@ -6,8 +6,9 @@ notebook imports it in its first cell), and the claims the timed decisions below
 misnamed claim, setup or headline fails before anything is timed. A claim's `setup` says the device it is about
 (a GPU target: {"device": "cuda"}, a CPU-default one: {"device": "cpu"}); elsewhere it is "not tested here".
 How each is measured (`perflab.kit.verdicts`, 99% intervals): the recycle and bucketed claims by `decide_speedup`,
-paired rounds of two whole ladder runs (warm-ups outside the budget of `verdict_time` seconds), made only where
-the run is the claim's setup; flat_step by paired rounds of single steps; counts and shares by `Measured.exact`.
+paired rounds of two whole ladder runs (warmed up until steady, the ratio of their mean times, within `verdict_time`
+seconds of wall time), made only where the run is the claim's setup; flat_step by paired rounds of single steps;
+counts and shares by `Measured.exact`.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def measure_early_exit(ladder, *, ms: dict, res: dict, busy: list, idle: list, n
     traced = (f"; in the traced run {1e3 * _median(busy):.2f} ms ({len(busy)} steps) and {1e3 * _median(idle):.2f} ms "
               f"({len(idle)} steps)" if busy and idle else "")
     out["flat_step"] = (either_way(f.measured), f"one step of B={batch} slots with {active:.0%} of its rows active "
-                        f"over one with all active: {interval(f.measured)} in paired rounds ({f.rounds}, 99% interval), "
+                        f"over one with all active: {interval(f.measured)} ({f.how}, 99% interval), "
                         f"either way{traced}")
     out["wasted"] = (Measured.exact(share), f"{useful} useful of {full.slot_steps} rows computed by full ({share:.0%}) "
                                             "on seed-like lengths")

@@ -122,7 +122,7 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, roun
 
 def floor_share(points, engine, policy, bandwidth: float, bandwidth_m, confidence: float = CONFIDENCE):
     """The floor (the step's predicted bytes over the copy bandwidth, us per candidate-step) over the best point of
-    the sweep: the median copy time over the median chunk time, scaled by the bytes each moves, with the ratio's
+    the sweep: the mean copy time over the mean chunk time, scaled by the bytes each moves, with the ratio's
     `confidence` interval (`Measured.ratio`: the copy's and the chunk's timings are independent sets).
     -> (Measured share, floor_us, best point)."""
     per_step = step_bytes(engine, policy, 1)

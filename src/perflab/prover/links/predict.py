@@ -170,13 +170,13 @@ class LinkPrediction:
 
 
 def scoring_sampler(kg, lp: LinkPrediction):
-    """A callable for `perflab.kit.verdicts.decide_value`: each call scores the next group of the split's test triples
+    """A callable for `perflab.kit.verdicts.decide_rate`: each call scores the next group of the split's test triples
     whose candidates fill about one search batch per side (the search and the embedding, warm, as
-    `lp.candidates_per_s` counts them: search + embedding seconds) and returns its candidates per second; the groups
-    cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (nine
-    whole passes, the fewest a 99% interval needs, would not fit a verdict's budget on the larger splits); the
-    median over groups is the split's steady rate (not its total candidates over total seconds), each group's
-    padding to a full batch counted against it."""
+    `lp.candidates_per_s` counts them: search + embedding seconds) and returns (its candidates, those seconds); the
+    groups cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (a
+    verdict's budget holds a few whole passes at most on the larger splits); the rate judged is the groups' total
+    candidates over their total seconds, the split's steady throughput, each group's padding to a full batch counted
+    against it."""
     import itertools
 
     queries = test_queries(kg, lp.config.n_queries)
@@ -188,7 +188,7 @@ def scoring_sampler(kg, lp: LinkPrediction):
 
     def once() -> float:
         sc = score_split(kg, next(groups), lp.search, lp.model, lp.config.batch, lp.config.seed)
-        return sc.candidates / (sc.search_s + sc.embedding_s)
+        return sc.candidates, sc.search_s + sc.embedding_s
     return once
 
 

@@ -97,8 +97,9 @@ def plot(run, times: dict[tuple[str, int], Measurement]):
 
 def evidence(run, data, counts: dict[str, dict]) -> dict[str, tuple]:
     """Each claim's measurement and the sentence that says what it is, keyed by claim (what `CLAIMS.judge` takes):
-    the host syncs counted (exact); the speedup decided in paired rounds (`perflab.kit.verdicts.decide_speedup`, at most
-    `verdict_time` seconds), and only where this run is the setup the claim is about (else None: not tested here)."""
+    the host syncs counted (exact); the speedup decided in paired rounds (`perflab.kit.verdicts.decide_speedup`: the
+    ratio of mean times per call, total time at steady state, at most `verdict_time` seconds), and only where this run
+    is the setup the claim is about (else None: not tested here)."""
     cfg, device = run.cfg, run.device
     b, o = counts["baseline"]["per_iteration"], counts["optimized"]["per_iteration"]
     fewer = b / o if o else math.inf
@@ -112,5 +113,5 @@ def evidence(run, data, counts: dict[str, dict]) -> dict[str, tuple]:
     base, opt = (_call(IMPLS[name], data, cfg.iters) for name in ("baseline", "optimized"))
     d = decide_speedup(base, opt, **SPEED.rule, max_run_time=cfg.verdict_time, device=device)
     found[SPEED.key] = (d, f"{d.value:.2f}x per call of {cfg.iters} iterations at k={cfg.k}, n={cfg.n} on "
-                           f"{device_kind(device)}")
+                           f"{device_kind(device)} ({d.how})")
     return found
