@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from perflab.kit import verdicts as V
+from perflab.kit import deciding as V
 from perflab.kit.verdicts import (
     CONFIDENCE,
     Decision,

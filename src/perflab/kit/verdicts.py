@@ -15,70 +15,26 @@ two sides' mean times per call (total time over total calls, slow calls included
 typical call's ratio (the median round's) is reported beside it, and where the two intervals do not overlap the
 verdict's note says which side's slow calls part them.
 
-How the rounds are taken (`perflab.kit.rounds`):
-- Warm-up inside the budget: each side is called, in growing chunks, until its time per call is steady (at least
-  tens of calls; at most a quarter of `max_run_time`); a side not steady by then is named in the note.
-- Blocks of equal length: each side's calls per block are sized from its last tens of calls so that both blocks of a
-  round last about `block` seconds (or one call of the slower side); a side whose blocks drift more than 2x from
-  that length is re-sized, and the note says so.
-- Paired rounds: one block of each side, in an order drawn per round. Only the calls are inside a block's window
-  on a CPU, and another process's turns on the core are taken out of it (`rounds.Stopwatch`).
-- The interval of the ratio of means is Fieller's over batch means (`perflab.kit.intervals.ratio_interval`): the
-  rounds are cut into consecutive batches (each round its own while there are few, then about sqrt(n)), so rounds
-  that move together under a drifting load count as one. Every other quantity (`decide_saving`, `decide_time`,
-  `decide_value`, `decide_rate`) gets the same batch-means treatment: its mean, its interval, its typical beside.
-- Sequential: the interval is looked at after 8 rounds, then each time the rounds have grown by a quarter, until it
-  lies on one side of the threshold (the verdict) or the next round would not fit in `max_run_time`. Look k is
-  made at level alpha_k = alpha * 6 / (pi^2 k^2), alpha = 1 - confidence; these sum to alpha over any number of
-  looks (a union bound), so a verdict on the wrong side happens at most alpha / 2 of the time (0.5%) where the
-  batch means are close to normal: measured on claims of known truth that behave as real code does, under load
-  and in simulation (`perflab battery`; the README's table).
-- Before a verdict the rounds are checked for a trend (a line through the batches' ratios, told apart from flat at
-  1%): a look that sees one does not decide, and a verdict reached with one says so.
-- Then, where the budget allows, a few rounds with blocks 8x longer: fine interleaving can change a side's own cost
-  (its caches, the allocator); a longer-block ratio outside the decision's interval (and the decision's value
-  outside its) is flagged in the note.
-- The budget is wall time: warm-up, calibration, rounds and the check stay within `max_run_time`, or one call when a
-  call is longer (a round that would not fit is not started); `Decision.seconds` is that wall time. Compile before
-  deciding: a first call that compiles is a call.
+How a decision is made (`perflab.kit.deciding`, whose doc says it whole): warm-up until steady inside the budget,
+paired rounds of equal blocks of each side's own time, the interval over batch means (Fieller's for a ratio), the
+looks paid for by a union bound (a verdict on the wrong side at most 0.5% of the time where the batch means are near
+normal: measured on claims of known truth that behave as real code does, `perflab battery`), a trend check, a check
+against longer blocks, and a wall-time budget that holds the warm-up too. Compile before deciding.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-import random
 from collections.abc import Callable, Sequence
 
-from .intervals import (
-    mean_interval,
-    median,
-    median_interval,
-    moves_with,
-    prepare,
-    ratio_interval,
-    slope,
-    trend,
-    with_drift,
-)
+from .intervals import mean_interval, ratio_interval
 
 VERDICTS = ("holds", "partly holds", "does not hold", "within noise", "fixed", "not tested here")
 CONFIDENCE = 0.99  # of every interval a decision gives: a wrong verdict at most (1 - CONFIDENCE) / 2 per side
-GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
-FIRST = 8          # rounds before the first look
-MIN_CALLS = 30     # ... and calls of each side in them
-BLOCK = 0.005      # seconds of each side's block in a round
-WARM_SHARE = 0.25  # the most of the budget a warm-up takes
-WARM_MIN = 0.1     # ... and the least (up to WARM_MIN_S seconds): a plateau of slow first calls is not steady
-WARM_MIN_S = 0.5
-LONG = 4           # the check's blocks are this many times longer
-# (the check's disagreement is a flag and a restart with longer blocks, not a verdict: a false alarm costs time)
-TREND = 0.03       # a trend smaller than this over the rounds is not one
+BLOCK = 0.005      # seconds of each side's block in a round (tools/block-size.py)
 DRIFT = 0.05       # relative sd of the machine's speed between windows of a decision's length, which its rounds cannot
 # see: added to the interval of a quantity the load moves (measured on this project's 2-core VM: 2-s windows of a fixed
 # matmul loop, 40 in a row: 3.7% beside two busy processes, 5.9% quiet; decide_*(drift=0) on a dedicated machine)
-PAIRED_SPAN = 0.1  # paired rounds are first looked at after this share of the budget (the load has moved by then)
-UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is first looked at after this share of
-# the budget in rounds, over FEW batches: the machine's speed drifts for tens to hundreds of ms (outputs/battery)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,309 +208,6 @@ class Decision:
                 + (f" ({self.note})" if self.note else ""))
 
 
-def _alpha(k: int, alpha: float) -> float:
-    return alpha * 6 / (math.pi ** 2 * k ** 2)
-
-
-def _positive(who: str, name: str, x, what: str = "a number") -> None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
-        raise ValueError(f"{who}: {name} must be {what} > 0, got {x!r}")
-
-
-def _check_args(who: str, fns: dict, *, rule: dict, max_run_time, confidence, block=None) -> None:
-    """Refuse bad arguments, naming them."""
-    for name, f in fns.items():
-        if not callable(f):
-            raise TypeError(f"{who}: {name} must be a callable taking no arguments (e.g. lambda: f(x)), "
-                            f"got {type(f).__name__}")
-    _check_rule(who, **rule)
-    _positive(who, "max_run_time", max_run_time, "a number of seconds")
-    if isinstance(confidence, bool) or not isinstance(confidence, float) or not 0.5 <= confidence < 1:
-        raise ValueError(f"{who}: confidence must be a float in [0.5, 1), got {confidence!r}")
-    if block is not None:
-        _positive(who, "block", block, "a number of seconds")
-
-
-class _Looks:
-    """The sequential loop shared by every decide_*: rounds until a look's interval settles the claim (and the rounds
-    show no trend) or the next round would not fit before `deadline` (module doc)."""
-
-    def __init__(self, *, rule: dict, confidence: float, clock, deadline: float, min_rounds: int = 1,
-                 min_span: float = 0.0):
-        self.rule, self.alpha, self.clock, self.deadline = rule, 1 - confidence, clock, deadline
-        self.min_span = min_span
-        self.min_rounds = min_rounds
-        self.look = max(FIRST, min_rounds)
-        self.k = 0
-        self.durations: list[float] = []
-        self.m: Measured | None = None
-        self.drift = 0.0
-
-    def run(self, one_round: Callable[[], None], interval: Callable[[float], Measured],
-            drift: Callable[[], float], first_round: float) -> None:
-        n = looked = 0
-        while True:
-            nxt = max(self.durations) if self.durations else first_round
-            if self.clock() + nxt > self.deadline:
-                break
-            t0 = self.clock()
-            one_round()
-            self.durations.append(self.clock() - t0)
-            n += 1
-            if n >= self.look and sum(self.durations) >= self.min_span:
-                self._at(interval, drift)
-                looked = n
-                self.look = max(n + 1, math.ceil(n * GROWTH))
-                if not self.drift and _settled(self.m, **self.rule):
-                    return
-        if n and looked != n:  # the budget's end: one more look, charged as the next
-            self._at(interval, drift)
-
-    def restart(self, min_rounds: int = 1) -> None:
-        """Rounds begin again (the looks made so far stay counted: their levels are spent)."""
-        self.durations.clear()
-        self.look = max(FIRST, min_rounds)
-        self.m = None
-        self.drift = 0.0
-
-    def _at(self, interval, drift) -> None:
-        self.k += 1
-        self.m = interval(_alpha(self.k, self.alpha))
-        self.drift = drift()
-
-    @property
-    def level(self) -> float:
-        """The level of the last look (for the typical interval beside it)."""
-        return _alpha(max(self.k, 1), self.alpha)
-
-    @property
-    def rounds(self) -> int:
-        return len(self.durations)
-
-
-def _measured(v: float, lo: float, hi: float) -> Measured:
-    return Measured(v, min(lo, v), max(hi, v))
-
-
-def _typical(values: list[float], level: float) -> tuple[float, float, float]:
-    if not values:
-        return math.nan, -math.inf, math.inf
-    lo, hi = median_interval(sorted(values), level)
-    return median(values), lo, hi
-
-
-def _budget_note(looks: _Looks, max_run_time: float, seconds: float, confidence: float) -> str:
-    """Why the rounds ended undecided, when the budget is the cause."""
-    if looks.rounds == 0:
-        return (f"no round fit in the budget ({max_run_time:g} s; {seconds:.2f} s went to the warm-up): a call is "
-                f"longer than the budget allows; compile or warm up before deciding, or give more time")
-    if looks.m is None or not (math.isfinite(looks.m.low) and math.isfinite(looks.m.high)):
-        return (f"the budget ({max_run_time:g} s) ended after {looks.rounds} rounds, too few for a {confidence:.0%} "
-                f"interval: give more time or smaller rounds")
-    if not _settled(looks.m, **looks.rule):
-        return f"the budget ({max_run_time:g} s) ended after {looks.rounds} rounds"
-    return ""
-
-
-def _join(*notes: str) -> str:
-    return "; ".join(n for n in notes if n)
-
-
-class _Paired:
-    """One paired decision's state: the two sides, the rounds so far (each side's own seconds per call), the notes."""
-
-    def __init__(self, sides, sw, *, of: str, scale: float, block: float, seed: int):
-        from .rounds import size_blocks
-
-        self.sides, self.sw, self.of, self.scale, self.block = sides, sw, of, scale, block
-        self.order = random.Random(seed)
-        self.length = size_blocks(sides, block)
-        self.tb: list[float] = []
-        self.to: list[float] = []
-        self.notes: list[str] = []
-        self.durations: list[float] = []   # the rounds' wall seconds (the looks' list, shared)
-        self.budget = math.inf
-        self.load_noted = False
-        self.drift_sd = DRIFT
-
-    def rounds_for_calls(self) -> int:
-        """Rounds before the first look: enough for MIN_CALLS calls of each side (a slow call every few calls is
-        seen before anything is decided)."""
-        return math.ceil(MIN_CALLS / min(s.calls for s in self.sides))
-
-    def value_of(self, b: float, o: float) -> float:
-        if self.of == "ratio":
-            return self.scale * b / o if o > 0 else math.inf
-        return (b - o) * self.scale
-
-    @property
-    def per_round(self) -> list[float]:
-        return [self.value_of(b, o) for b, o in zip(self.tb, self.to)]
-
-    def round(self) -> None:
-        """One paired round; every FIRST rounds, a side whose blocks drifted from the length is re-sized (both kept
-        equal)."""
-        from .rounds import paired_round, size_blocks
-
-        (sb, nb), (so, no) = paired_round(self.sides, self.sw, self.order)
-        self.tb.append(sb / nb)
-        self.to.append(so / no)
-        if len(self.tb) % FIRST:
-            return
-        recent = [(b * self.sides[0].calls, o * self.sides[1].calls) for b, o in zip(self.tb[-FIRST:], self.to[-FIRST:])]
-        moved = [s.name for i, s in enumerate(self.sides) if s.drifted([r[i] for r in recent], self.length)]
-        if moved:
-            before = [s.calls for s in self.sides]
-            for i, s in enumerate(self.sides):
-                s.per_call = sum(r[i] for r in recent) / (FIRST * s.calls)
-            self.length = size_blocks(self.sides, self.block)
-            self.notes.append(f"re-sized at round {len(self.tb)}: {', '.join(moved)} drifted from its calibration "
-                              f"(calls per block {before[0]}/{before[1]} -> {self.sides[0].calls}/{self.sides[1].calls})")
-
-    def interval(self, level: float) -> Measured:
-        """The interval at `level`; where the value moves with the machine's load (`load_bound`), as a quantity the
-        load moves (FEW batches, after UNPAIRED_SPAN of the budget), and the note says so once."""
-        v = self.value_of(sum(self.tb) / len(self.tb), sum(self.to) / len(self.to))
-        fixed = 0
-        if self.load_bound():
-            if not self.load_noted:
-                self.notes.append(f"the {'ratio' if self.of == 'ratio' else 'saving'} moves with the machine's load "
-                                  f"(the sides respond to it differently): judged as a quantity the load moves")
-                self.load_noted = True
-            if sum(self.durations) < UNPAIRED_SPAN * self.budget:
-                return Measured(v, -math.inf, math.inf)
-            fixed = FIRST
-        if self.of == "ratio":
-            lo, hi = ratio_interval(self.tb, self.to, level, fixed=fixed)
-            lo, hi = self.scale * lo, self.scale * hi
-        else:
-            lo, hi = mean_interval(self.per_round, level, fixed=fixed)
-        if fixed:   # the machine's drift between windows, as far as this value follows the load
-            lo, hi = with_drift(v, lo, hi, self.drift_sd * self.sensitivity(), level)
-        return _measured(v, lo, hi)
-
-    def sensitivity(self) -> float:
-        """How much the value's log moves per unit of the load's log (the rounds' total time: half the log of the
-        two sides' product), from the rounds."""
-        xs = [math.log(b * o) / 2 for b, o in zip(self.tb, self.to)]
-        if self.of == "ratio":
-            return abs(slope([math.log(b / o) for b, o in zip(self.tb, self.to)], xs))
-        ds = [b - o for b, o in zip(self.tb, self.to)]
-        return abs(slope(ds, xs)) / max(abs(sum(ds) / len(ds)), 1e-300)
-
-    def load_bound(self) -> bool:
-        """Whether the rounds' ratio moves with their total time (the load) beyond chance (`intervals.moves_with`;
-        a side much noisier than the other can tilt the two together too: then the rule is only more careful)."""
-        if not all(b > 0 and o > 0 for b, o in zip(self.tb, self.to)):
-            return False
-        return moves_with([math.log(b / o) for b, o in zip(self.tb, self.to)],
-                          [math.log(b * o) for b, o in zip(self.tb, self.to)])
-
-    def drift(self) -> float:
-        if self.of == "ratio":
-            return _drift(trend([b / o for b, o in zip(self.tb, self.to) if o > 0]))
-        return _drift(trend(self.tb)) or _drift(trend(self.to))
-
-    def check(self, m: Measured, deadline: float, rule: dict) -> tuple[float, bool, str]:
-        """A few rounds with blocks LONG x longer, within what is left of the budget -> (their value, whether it
-        disagrees with `m`: outside its interval by more than twice its own standard error, or on the other side of the
-        claim's threshold than `m`'s verdict; a note)."""
-        from .rounds import paired_round
-
-        calls = [s.calls * LONG for s in self.sides]
-        one = sum(s.per_call * c for s, c in zip(self.sides, calls))
-        left = deadline - self.sw.clock()
-        if left < 4 * one:
-            return math.nan, False, f"not checked against {LONG}x longer blocks: {max(left, 0):.2f} s of budget left"
-        vs = []
-        for _ in range(4):
-            (sb, nb), (so, no) = paired_round(self.sides, self.sw, self.order, calls)
-            vs.append((sb / nb, so / no))
-            if self.sw.clock() + one > deadline:
-                break
-        v = self.value_of(sum(b for b, _ in vs) / len(vs), sum(o for _, o in vs) / len(vs))
-        values = [self.value_of(b, o) for b, o in vs]
-        se = math.sqrt(sum((x - v) ** 2 for x in values) / (len(values) - 1) / len(values)) if len(vs) > 1 else 0.0
-        passes = judge(Measured.exact(v), **{**rule, "partly": None}) == "holds"
-        if m.low - 2 * se <= v <= m.high + 2 * se and passes == (judge(m, **rule) == "holds"):
-            return v, False, ""
-        return v, True, (f"with {LONG}x longer blocks the value is {_g(v)} (standard error {_g(se)}), apart from this "
-                         f"interval ({_g(m.value)} [{_g(m.low)}, {_g(m.high)}] over {len(self.tb)} rounds): a side "
-                         f"not yet steady, or interleaving that changes a side's own cost (its caches, the allocator)")
-
-    def restart(self) -> None:
-        """The rounds so far dropped, blocks LONG x longer from here (a job's loop is the longer blocks')."""
-        from .rounds import size_blocks
-
-        self.block *= LONG
-        self.length = size_blocks(self.sides, self.block)
-        self.tb.clear()
-        self.to.clear()
-
-
-def _paired(who: str, quantity: str, baseline, optimized, *, of: str, scale: float, at_least, at_most, partly,
-            max_run_time, confidence, block, min_rounds, device, clock, waited, seed) -> Decision:
-    """Paired rounds of two sides (module doc); `of`: "ratio" (scale x mean time per call of baseline / of optimized)
-    or "saving" ((baseline - optimized) mean time per call x scale)."""
-    from .rounds import Side, Stopwatch, warm_up
-
-    rule = dict(at_least=at_least, at_most=at_most, partly=partly)
-    _check_args(who, {"baseline": baseline, "optimized": optimized}, rule=rule, max_run_time=max_run_time,
-                confidence=confidence, block=block)
-    prepare()  # the intervals' tables imported before the clock starts (once per process)
-    sw = Stopwatch(device, clock=clock, waited=waited)
-    started = sw.clock()
-    deadline = started + max_run_time
-    sides = [Side("baseline", baseline), Side("optimized", optimized)]
-    warm = warm_up(sides, sw, block=block, until=started + WARM_SHARE * max_run_time,
-                   not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))
-    run = _Paired(sides, sw, of=of, scale=scale, block=block, seed=seed)
-    run.notes.append(warm)
-    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=deadline,
-                   min_rounds=max(min_rounds, run.rounds_for_calls()), min_span=PAIRED_SPAN * max_run_time)
-    run.durations, run.budget = looks.durations, max_run_time
-    longer = math.nan
-    for attempt in range(2):
-        looks.run(run.round, run.interval, run.drift, first_round=2 * run.length)
-        if looks.m is None or not _settled(looks.m, **rule):
-            break
-        longer, disagrees, note = run.check(looks.m, deadline, rule)
-        if disagrees and attempt == 0:
-            run.notes.append(note + f"; the rounds begin again with blocks {LONG}x longer")
-            run.restart()
-            looks.restart(max(min_rounds, run.rounds_for_calls()))
-            continue
-        run.notes.append(note)
-        break
-    m = looks.m or Measured(run.value_of(sides[0].per_call, sides[1].per_call), 0.0 if of == "ratio" else -math.inf,
-                            math.inf)
-    typ = _typical(run.per_round, looks.level)
-    if looks.drift:
-        run.notes.append(f"the rounds drift: the {'ratio' if of == 'ratio' else 'times'} moved {looks.drift:+.0%} "
-                         f"from the first batch of rounds to the last")
-    run.notes.append(_apart(m, typ, run.tb, run.to, quantity))
-    seconds = sw.clock() - started
-    run.notes.append(_budget_note(looks, max_run_time, seconds, confidence))
-    return Decision(judge(m, **rule), m.value, m.low, m.high, looks.rounds, seconds, confidence, quantity,
-                    at_least, at_most, partly, tuple(run.per_round), tuple(s.calls for s in sides), _join(*run.notes),
-                    typ[0], typ[1], typ[2], run.length, tuple(sum(n for _, n in s.log) for s in sides), longer,
-                    sw.corrects)
-
-
-def _drift(change: float) -> float:
-    return change if abs(change) >= TREND else 0.0
-
-
-def _apart(m: Measured, typ: tuple, tb: list[float], to: list[float], quantity: str) -> str:
-    """Where the typical round and the mean disagree beyond both intervals: which side's slow calls part them."""
-    v, lo, hi = typ
-    if not math.isfinite(v) or not tb or (lo <= m.high and m.low <= hi):
-        return ""
-    skew = [sum(x) / len(x) / max(median(x), 1e-300) for x in (tb, to)]
-    side = "baseline" if skew[0] > skew[1] else "optimized"
-    return f"the {side} side's slow calls: typical {_g(v)}, mean (total time) {_g(m.value)} ({quantity})"
-
-
 def decide_speedup(baseline: Callable[[], object], optimized: Callable[[], object], *, at_least: float | None = None,
                    at_most: float | None = None, partly: float | None = None, scale: float = 1.0,
                    max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
@@ -563,13 +216,15 @@ def decide_speedup(baseline: Callable[[], object], optimized: Callable[[], objec
     """Time `baseline()` and `optimized()` in paired rounds until the speedup (baseline's mean time per call /
     optimized's, times `scale`: e.g. the ratio of work per call when the two calls do different amounts) is settled
     against the claim `>= at_least` (or `<= at_most`), or `max_run_time` seconds of wall time are spent, the warm-up
-    included. -> Decision (module doc).
+    included. -> Decision (`perflab.kit.deciding`).
 
     `block`: seconds of each side's block; `device`: synchronized around each block where it is a GPU (default: the
     one in use); `clock` replaces time.perf_counter and `waited` the run-queue reader (simulations); `quantity` names
     the ratio (e.g. "times the floor"). Refused: a non-callable, both or neither threshold, a budget <= 0."""
+    from .deciding import _positive, paired
+
     _positive("decide_speedup", "scale", scale)
-    return _paired("decide_speedup", quantity, baseline, optimized, of="ratio", scale=scale, at_least=at_least,
+    return paired("decide_speedup", quantity, baseline, optimized, of="ratio", scale=scale, at_least=at_least,
                    at_most=at_most, partly=partly, max_run_time=max_run_time, confidence=confidence, block=block,
                    min_rounds=min_rounds, device=device, clock=clock, waited=waited, seed=seed)
 
@@ -581,8 +236,10 @@ def decide_saving(baseline: Callable[[], object], optimized: Callable[[], object
                   waited: Callable[[], float] | None = None, seed: int = 0) -> Decision:
     """Seconds saved by `optimized` over `baseline` per call, times `per` (e.g. the steps of an epoch), in paired
     rounds as `decide_speedup`: the difference of the two mean times per call, its interval over batch means."""
+    from .deciding import _positive, paired
+
     _positive("decide_saving", "per", per)
-    return _paired("decide_saving", "saving", baseline, optimized, of="saving", scale=per, at_least=at_least,
+    return paired("decide_saving", "saving", baseline, optimized, of="saving", scale=per, at_least=at_least,
                    at_most=at_most, partly=partly, max_run_time=max_run_time, confidence=confidence, block=block,
                    min_rounds=min_rounds, device=device, clock=clock, waited=waited, seed=seed)
 
@@ -597,100 +254,11 @@ def decide_time(fn: Callable[[], object], *, at_least: float | None = None, at_m
     mean over batch means settles the claim or the budget is spent; `drift`: the machine's speed drift between windows
     as long as the decision, added to the interval (module doc; 0 on a dedicated machine). A cost against a number, not
     against another version (that is `decide_speedup`, whose paired rounds cancel the machine's drift)."""
-    from .rounds import Side, Stopwatch, size_blocks, warm_up
+    from .deciding import timed
 
-    rule = dict(at_least=at_least, at_most=at_most, partly=partly)
-    _positive("decide_time", "scale", scale)
-    _check_args("decide_time", {"fn": fn}, rule=rule, max_run_time=max_run_time, confidence=confidence, block=block)
-    prepare()
-    sw = Stopwatch(device, clock=clock, waited=waited)
-    started = sw.clock()
-    side = Side("fn", fn)
-    notes = [warm_up([side], sw, block=block, until=started + WARM_SHARE * max_run_time,
-                     not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))]
-    warm_calls = (sum(n for _, n in side.log),)
-    length = size_blocks([side], block)
-    ts: list[float] = []
-
-    def one_round():
-        nonlocal length
-        t, n = side.block(sw)
-        ts.append(t / n)
-        if len(ts) % FIRST == 0 and side.drifted([x * side.calls for x in ts[-FIRST:]], length):
-            before = side.calls
-            side.per_call = sum(ts[-FIRST:]) / FIRST
-            length = size_blocks([side], block)
-            notes.append(f"re-sized at block {len(ts)}: {before} -> {side.calls} calls (the time per call drifted)")
-
-    def interval(level: float) -> Measured:
-        v = sum(ts) / len(ts)
-        lo, hi = with_drift(v, *mean_interval(ts, level, fixed=FIRST), drift, level)
-        return _measured(scale * v, scale * lo, scale * hi)
-
-    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=started + max_run_time,
-                   min_span=UNPAIRED_SPAN * max_run_time)
-    looks.run(one_round, interval, lambda: _drift(trend(ts)), first_round=length)
-    m = looks.m or Measured(scale * side.per_call, -math.inf, math.inf)
-    typ = _typical([scale * t for t in ts], looks.level)
-    if looks.drift:
-        notes.append(f"the blocks drift: the time per call moved {looks.drift:+.0%} from the first batch to the last")
-    seconds = sw.clock() - started
-    notes.append(_budget_note(looks, max_run_time, seconds, confidence))
-    return Decision(judge(m, **rule), m.value, m.low, m.high, looks.rounds, seconds, confidence, quantity,
-                    at_least, at_most, partly, tuple(scale * t for t in ts), (side.calls,), _join(*notes),
-                    typ[0], typ[1], typ[2], length, warm_calls, math.nan, sw.corrects)
-
-
-def _samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence, warmup, min_rounds, clock,
-             rate: bool, drift: float) -> Decision:
-    import time
-
-    _check_args(who, {"measure_once": measure_once}, rule=rule, max_run_time=max_run_time, confidence=confidence)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"{who}: warmup must be a number of calls >= 0, got {warmup!r}")
-    prepare()
-    clock = clock or time.perf_counter
-    started = clock()
-    for _ in range(warmup):
-        measure_once()
-    xs: list = []
-
-    def one_round():
-        x = measure_once()
-        if rate:
-            if not (isinstance(x, tuple) and len(x) == 2):
-                raise TypeError(f"{who}: measure_once must return (amount, seconds), got {x!r}")
-            a, s = float(x[0]), float(x[1])
-            if not s > 0:
-                raise ValueError(f"{who}: measure_once returned {s!r} seconds; a rate needs seconds > 0")
-            xs.append((a, s))
-        else:
-            xs.append(float(x))
-
-    def interval(level: float) -> Measured:
-        if rate:
-            a, s = [x[0] for x in xs], [x[1] for x in xs]
-            v, (lo, hi) = sum(a) / sum(s), ratio_interval(a, s, level, fixed=FIRST)
-        else:
-            v, (lo, hi) = sum(xs) / len(xs), mean_interval(xs, level, fixed=FIRST)
-        return _measured(v, *with_drift(v, lo, hi, drift, level))
-
-    def trend_of() -> float:
-        vs = [a / s for a, s in xs] if rate else xs
-        return _drift(trend(vs)) if all(v > 0 for v in vs) else 0.0
-
-    looks = _Looks(rule=rule, confidence=confidence, clock=clock, deadline=started + max_run_time,
-                   min_rounds=min_rounds, min_span=UNPAIRED_SPAN * max_run_time)
-    looks.run(one_round, interval, trend_of, first_round=0.0)
-    vals = [a / s for a, s in xs] if rate else list(xs)
-    typ = _typical(vals, looks.level)
-    m = looks.m or Measured(typ[0] if vals else 0.0, -math.inf, math.inf)
-    seconds = clock() - started
-    notes = [f"the samples drift: {looks.drift:+.0%} from the first batch to the last" if looks.drift else "",
-             _budget_note(looks, max_run_time, seconds, confidence)]
-    return Decision(judge(m, **rule), m.value, m.low, m.high, looks.rounds, seconds, confidence, quantity,
-                    rule["at_least"], rule["at_most"], rule["partly"], tuple(vals), (), _join(*notes),
-                    typ[0], typ[1], typ[2], 0.0, (warmup,), math.nan, False)
+    return timed(fn, rule=dict(at_least=at_least, at_most=at_most, partly=partly), scale=scale, quantity=quantity,
+                 max_run_time=max_run_time, confidence=confidence, block=block, drift=drift, device=device,
+                 clock=clock, waited=waited)
 
 
 def decide_value(measure_once: Callable[[], float], *, at_least: float | None = None, at_most: float | None = None,
@@ -702,7 +270,9 @@ def decide_value(measure_once: Callable[[], float], *, at_least: float | None = 
     settles the claim or `max_run_time` seconds are spent, the `warmup` calls included: the same looks as
     `decide_speedup`; `drift`: the machine's speed drift to add where the value follows it (`DRIFT`, module doc). A
     throughput is `decide_rate`; a count that cannot vary needs none of this: `Measured.exact(n)`."""
-    return _samples("decide_value", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
+    from .deciding import samples
+
+    return samples("decide_value", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
                     quantity=quantity, max_run_time=max_run_time, confidence=confidence, warmup=warmup,
                     min_rounds=min_rounds, clock=clock, rate=False, drift=drift)
 
@@ -714,7 +284,9 @@ def decide_rate(measure_once: Callable[[], tuple[float, float]], *, at_least: fl
     """A throughput: `measure_once()` does some work and returns (amount, seconds), e.g. (candidates scored, seconds
     it took); the rate judged is the total amount over the total seconds (what a job sees, not the mean of the
     samples' rates), with Fieller's interval over batch means, until it settles the claim or `max_run_time` seconds
-    are spent, the `warmup` calls included; the machine's `drift` added to the interval (module doc)."""
-    return _samples("decide_rate", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
+    are spent, the `warmup` calls included; the machine's `drift` added to the interval (`perflab.kit.deciding`)."""
+    from .deciding import samples
+
+    return samples("decide_rate", measure_once, rule=dict(at_least=at_least, at_most=at_most, partly=partly),
                     quantity=quantity, max_run_time=max_run_time, confidence=confidence, warmup=warmup,
                     min_rounds=min_rounds, clock=clock, rate=True, drift=drift)
