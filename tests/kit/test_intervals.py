@@ -74,6 +74,18 @@ def test_the_drift_widens_an_interval_on_the_log_scale_and_a_load_bound_series_i
     assert I.slope([2 * x for x in load], load) == pytest.approx(2.0)
 
 
+def test_the_load_slope_takes_a_noisy_side_out():
+    """A load that moves both sides alike leaves the ratio's slope at ~0 even when one side is much noisier (its
+    noise tilts ratio and product together); a side the load moves alone gives a slope near 2 (ratio ~ L, the load's
+    proxy ~ sqrt(L))."""
+    rng = random.Random(6)
+    load = [math.exp(0.3 * math.sin(i / 20)) for i in range(400)]
+    common = I.load_slope([2 * x * math.exp(rng.gauss(0, 0.01)) for x in load],
+                          [x * math.exp(rng.gauss(0, 0.3)) for x in load])
+    alone = I.load_slope([2 * x for x in load], [1.0 * math.exp(rng.gauss(0, 0.01)) for _ in load])
+    assert abs(common) < 0.3 and alone == pytest.approx(2.0, abs=0.3)
+
+
 def test_a_trend_is_found_and_a_flat_series_has_none():
     rng = random.Random(4)
     flat = [1 + rng.gauss(0, 0.05) for _ in range(64)]

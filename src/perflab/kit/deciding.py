@@ -40,6 +40,7 @@ import random
 from collections.abc import Callable
 
 from .intervals import (
+    load_slope,
     mean_interval,
     median,
     median_interval,
@@ -248,17 +249,16 @@ class _Paired:
         return _measured(v, lo, hi)
 
     def sensitivity(self) -> float:
-        """How much the value's log moves per unit of the load's log (the rounds' total time: half the log of the
-        two sides' product), from the rounds."""
-        xs = [math.log(b * o) / 2 for b, o in zip(self.tb, self.to)]
+        """How much the value's log moves per unit of the load's log, from the rounds, the sides' own noise taken out
+        (`intervals.load_slope`), at most 1."""
         if self.of == "ratio":
-            return abs(slope([math.log(b / o) for b, o in zip(self.tb, self.to)], xs))
+            return min(1.0, abs(load_slope(self.tb, self.to)))
+        xs = [math.log(b * o) / 2 for b, o in zip(self.tb, self.to)]
         ds = [b - o for b, o in zip(self.tb, self.to)]
-        return abs(slope(ds, xs)) / max(abs(sum(ds) / len(ds)), 1e-300)
+        return min(1.0, abs(slope(ds, xs)) / max(abs(sum(ds) / len(ds)), 1e-300))
 
     def load_bound(self) -> bool:
-        """Whether the rounds' ratio moves with their total time (the load) beyond chance (`intervals.moves_with`;
-        a side much noisier than the other can tilt the two together too: then the rule is only more careful)."""
+        """Whether the rounds' ratio moves with their total time (the load) beyond chance (`intervals.moves_with`)."""
         if not all(b > 0 and o > 0 for b, o in zip(self.tb, self.to)):
             return False
         return moves_with([math.log(b / o) for b, o in zip(self.tb, self.to)],

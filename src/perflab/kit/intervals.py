@@ -182,7 +182,9 @@ def slope(ys: Sequence[float], xs: Sequence[float]) -> float:
 
 def moves_with(ys: Sequence[float], xs: Sequence[float], alpha: float = 0.1) -> bool:
     """Whether the series `ys` moves with `xs` beyond chance (Pearson's r over FEW batch means of both, t test at
-    `alpha`): a ratio that follows the load (the rounds' total time) is the load's as much as the sides'."""
+    `alpha`): a ratio that follows the load (the rounds' total time) is the load's as much as the sides'. A side
+    noisier than the other tilts the two together too, without any load: then the rule is only more careful (and
+    `load_slope` takes that noise out of how much it widens)."""
     if len(ys) < 2 * FEW:
         return False
     a, b = batch_means(ys, FEW), batch_means(xs, FEW)
@@ -193,6 +195,30 @@ def moves_with(ys: Sequence[float], xs: Sequence[float], alpha: float = 0.1) -> 
         return False
     r = sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(saa * sbb)
     return abs(r) * math.sqrt((FEW - 2) / max(1e-12, 1 - r * r)) > t_quantile(1 - alpha / 2, FEW - 2)
+
+
+def load_slope(b: Sequence[float], o: Sequence[float]) -> float:
+    """How much the log ratio of two paired series (`b`, `o`: each round's times, positive) moves per unit of the
+    load's log (half the log product: what both sides feel), over FEW consecutive batches, less what the sides' own
+    noise gives it (a side noisier than the other tilts the ratio and the product together without any load: (var
+    log b - var log o) within the batches, over their sizes; a load that moves both sides alike cancels there)."""
+    n = len(b)
+    if n < 2 * FEW:
+        return 0.0
+    lb, lo = [math.log(v) for v in b], [math.log(v) for v in o]
+    ys, xs, noise = [], [], 0.0
+    for j in range(FEW):
+        gb, go = lb[j * n // FEW:(j + 1) * n // FEW], lo[j * n // FEW:(j + 1) * n // FEW]
+        k = len(gb)
+        ys.append((sum(gb) - sum(go)) / k)
+        xs.append((sum(gb) + sum(go)) / (2 * k))
+        if k > 1:
+            noise += (_mean_var(gb)[1] - _mean_var(go)[1]) / (2 * k * FEW)
+    my, mx = sum(ys) / FEW, sum(xs) / FEW
+    sxx = sum((v - mx) ** 2 for v in xs) / (FEW - 1)
+    if sxx <= 0:
+        return 0.0
+    return (sum((u - my) * (v - mx) for u, v in zip(ys, xs)) / (FEW - 1) - noise) / sxx
 
 
 def trend(xs: Sequence[float], alpha: float = 0.01) -> float:

@@ -42,9 +42,10 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
+from ..kit.deciding import GROWTH, _alpha
 from ..kit.intervals import median, median_interval, prepare
 from ..kit.rounds import Stopwatch
-from ..kit.verdicts import GROWTH, Measured, _alpha, decide_rate, decide_speedup, decide_time, judge
+from ..kit.verdicts import Measured, decide_rate, decide_speedup, decide_time, judge
 
 RULES = ("mean", "median", "criterion")
 UNIT = 100        # matmuls (64 x 64, one thread) in a unit of work: ~0.3-0.6 ms on a CPU core
@@ -206,11 +207,21 @@ def _rate(fn: Callable[[], None]) -> Callable[[], tuple[float, float]]:
 
 def measure_truth(case: Case, seconds: float = TRUTH_S, seed: int = 10**6) -> float:
     """The case's true value (module doc): after a 1 s warm-up, `seconds` of rounds with blocks of ~50 ms of each
-    side (own time), the ratio of the total times per call (a speedup), the mean ms per call (time) or calls per
-    second (rate). A `relative` case's threshold is set from it (`with_truth`)."""
+    side (own time), the ratio of the total times per call (a speedup) or the mean ms per call (time); a rate: its
+    sampler's total calls over total seconds for as long (wall time, as the sampler reads it). A `relative` case's
+    threshold is set from it (`with_truth`)."""
     from ..kit.rounds import Side, paired_round, size_blocks, warm_up
 
     a, b = _tensors(seed)
+    if case.kind == "rate":   # a rate is what its sampler reads (wall time, as a user's measure_once would): the same
+        once = _rate(case.optimized.build(a, b))
+        t0, work, secs = time.perf_counter(), 0.0, 0.0
+        while time.perf_counter() - t0 < 1.0:
+            once()
+        while time.perf_counter() - t0 < 1.0 + seconds:
+            n, s = once()
+            work, secs = work + n, secs + s
+        return work / secs
     sides = [Side("baseline", case.baseline.build(a, b)), Side("optimized", case.optimized.build(a, b))]
     if case.kind != "speedup":
         sides = sides[1:]
