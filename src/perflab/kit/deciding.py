@@ -192,10 +192,11 @@ class _Paired:
         self.load_noted = False
         self.drift_sd = DRIFT
 
-    def rounds_for_calls(self) -> int:
+    def rounds_for_calls(self, budget: float) -> int:
         """Rounds before the first look: enough for MIN_CALLS calls of each side (a slow call every few calls is
-        seen before anything is decided)."""
-        return math.ceil(MIN_CALLS / min(s.calls for s in self.sides))
+        seen before anything is decided), or as many as half the `budget` holds where a call is a whole run."""
+        want = math.ceil(MIN_CALLS / min(s.calls for s in self.sides))
+        return min(want, max(FIRST, int(budget / 2 / (2 * self.length))))
 
     def value_of(self, b: float, o: float) -> float:
         if self.of == "ratio":
@@ -325,7 +326,7 @@ def paired(who: str, quantity: str, baseline, optimized, *, of: str, scale: floa
     run = _Paired(sides, sw, of=of, scale=scale, block=block, seed=seed)
     run.notes.append(warm)
     looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=deadline,
-                   min_rounds=max(min_rounds, run.rounds_for_calls()), min_span=PAIRED_SPAN * max_run_time)
+                   min_rounds=max(min_rounds, run.rounds_for_calls(max_run_time)), min_span=PAIRED_SPAN * max_run_time)
     run.durations, run.budget = looks.durations, max_run_time
     longer = math.nan
     for attempt in range(2):
@@ -336,7 +337,7 @@ def paired(who: str, quantity: str, baseline, optimized, *, of: str, scale: floa
         if disagrees and attempt == 0:
             run.notes.append(note + f"; the rounds begin again with blocks {LONG}x longer")
             run.restart()
-            looks.restart(max(min_rounds, run.rounds_for_calls()))
+            looks.restart(max(min_rounds, run.rounds_for_calls(max_run_time)))
             continue
         run.notes.append(note)
         break

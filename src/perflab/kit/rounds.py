@@ -29,7 +29,8 @@ from collections.abc import Callable
 import torch
 
 WARM_CALLS = 30       # a warm-up lasts at least this many calls of each side (a lazy init, a cache, a JIT's tiers)
-WINDOW_CALLS = 10     # ... and ends when the last two windows of at least this many calls (and two blocks' time)
+WINDOW_CALLS = 10     # ... and ends when the last two windows of at least this many calls (and two blocks' time;
+#                       fewer calls where a call is a whole run: `Side.window_calls`)
 TOLERANCE = 0.10      # ... agree on the time per call within this fraction
 DRIFT = 2.0           # a side whose blocks stray this factor from the target length is re-sized (`Side.drifted`)
 
@@ -117,27 +118,36 @@ class Side:
         n = calls or self.calls
         return sw.time(self.fn, n), n
 
-    def window(self, skip: int = 0, min_seconds: float = 0.0) -> tuple[float, int, int]:
-        """The last entries of the log (before the last `skip`) holding >= WINDOW_CALLS calls and `min_seconds`:
+    def window(self, skip: int = 0, min_seconds: float = 0.0, calls: int = WINDOW_CALLS) -> tuple[float, int, int]:
+        """The last entries of the log (before the last `skip`) holding >= `calls` calls and `min_seconds`:
         (seconds, calls, entries), or None-like (0, 0, 0) when the log is too short."""
         s = c = k = 0
         for t, n in reversed(self.log[: len(self.log) - skip]):
             s, c, k = s + t, c + n, k + 1
-            if c >= WINDOW_CALLS and s >= min_seconds:
+            if c >= calls and s >= min_seconds:
                 return s, c, k
         return 0.0, 0, 0
 
-    def steady(self, block: float) -> bool:
-        """At least WARM_CALLS calls made, and the last two windows' times per call within TOLERANCE."""
-        if sum(n for _, n in self.log) < WARM_CALLS:
+    def window_calls(self, span: float, sides: int) -> int:
+        """Calls per window of the steadiness test: WINDOW_CALLS, fewer (down to one) where that many calls of each
+        side would not fit in an eighth of the warm-up's `span` (a whole run per call: a few calls are its warm-up)."""
+        per_call = self.log[-1][0] / self.log[-1][1] if self.log else 0.0
+        fit = int(span / (8 * sides * per_call)) if per_call > 0 else WINDOW_CALLS
+        return max(1, min(WINDOW_CALLS, fit))
+
+    def steady(self, block: float, calls: int = WINDOW_CALLS) -> bool:
+        """At least 3 windows' calls made (WARM_CALLS for windows of WINDOW_CALLS), and the last two windows of
+        `calls` calls agree on the time per call within TOLERANCE (wider for fewer calls: x sqrt(WINDOW_CALLS /
+        calls))."""
+        if sum(n for _, n in self.log) < WARM_CALLS * calls // WINDOW_CALLS:
             return False
-        s2, c2, k2 = self.window(0, 2 * block)
+        s2, c2, k2 = self.window(0, 2 * block, calls)
         if not c2:
             return False
-        s1, c1, _ = self.window(k2, 2 * block)
+        s1, c1, _ = self.window(k2, 2 * block, calls)
         if not c1 or s1 <= 0 or s2 <= 0:
             return False
-        return abs((s2 / c2) / (s1 / c1) - 1) <= TOLERANCE
+        return abs((s2 / c2) / (s1 / c1) - 1) <= TOLERANCE * math.sqrt(WINDOW_CALLS / calls)
 
     def drifted(self, recent: list[float], length: float) -> bool:
         """Whether blocks of `recent` seconds stray more than DRIFT from `length` (the median of them)."""
@@ -151,6 +161,7 @@ def warm_up(sides: list[Side], sw: Stopwatch, *, block: float, until: float, not
     least once). Sets each side's
     `per_call` from its last window. -> '' or a note naming the sides that were not steady by `until`."""
     chunk = {s.name: 1 for s in sides}
+    span = until - sw.clock()
     while True:
         for s in sides:
             t, n = s.block(sw, chunk[s.name])
@@ -158,16 +169,18 @@ def warm_up(sides: list[Side], sw: Stopwatch, *, block: float, until: float, not
             if t < block / 2:
                 chunk[s.name] = min(2 * n, 1_000_000)
         now = sw.clock()
-        if now >= until or (now >= not_before and all(s.steady(block) for s in sides)):
+        if now >= until or (now >= not_before and
+                            all(s.steady(block, s.window_calls(span, len(sides))) for s in sides)):
             break
     restless = []
     for s in sides:
-        sec, calls, _ = s.window(0, 2 * block)
+        k = s.window_calls(span, len(sides))
+        sec, calls, _ = s.window(0, 2 * block, k)
         if not calls:  # too few calls for a window: the last half of what was made
             half = s.log[len(s.log) // 2:]
             sec, calls = sum(t for t, _ in half), sum(n for _, n in half)
         s.per_call = sec / calls
-        if not s.steady(block):
+        if not s.steady(block, k):
             restless.append(f"{s.name} ({sum(n for _, n in s.log)} calls)")
     return f"warm-up not steady within its share of the budget: {', '.join(restless)}" if restless else ""
 
