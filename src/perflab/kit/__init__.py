@@ -1,7 +1,11 @@
 """The measuring kit: what a study's code and a notebook import (never the runner, never a study).
 
-    bench       BlockTimer, PairedTimer, measure(), summary(), compare(), memory_bandwidth(), matmul_peak()
-    verdicts    decide_speedup/saving/time/value -> Decision: paired rounds, an interval, sequential stopping
+    bench       measure(), summary(), compare(), memory_bandwidth(), matmul_peak()
+    verdicts    decide_speedup/saving/time/value/rate -> Decision: total time at steady state, an interval, the looks
+    judge       Measured, judge() (the one rule), Decision
+    deciding    how a decision is made: warm-up, paired rounds, batch means, looks, the checks, the budget
+    rounds      Stopwatch (a block's own time), warm_up(), size_blocks(), PairedTimer, BlockTimer
+    intervals   mean_interval(), ratio_interval() (batch means, Fieller), median_interval(), trend(), with_drift()
     claims      Claim, Claims (a study's claims as data, checked at import), Check, report_checks, claims_figure
     syncs       count_host_syncs(), assert_no_host_syncs()
     launches    count_launches()   (kernels on CUDA; dispatched aten ops on CPU)

@@ -51,7 +51,12 @@ from .intervals import (
     trend,
     with_drift,
 )
-from .verdicts import DRIFT, Decision, Measured, _check_rule, _g, _settled, judge
+from .judge import Decision, Measured, _check_rule, _g, _settled, judge
+
+BLOCK = 0.005      # seconds of each side's block in a round (tools/block-size.py)
+DRIFT = 0.05       # relative sd of the machine's speed between windows of a decision's length, which its rounds cannot
+# see: added to the interval of a quantity the load moves (measured on this project's 2-core VM: 2-s windows of a fixed
+# matmul loop, 40 in a row: 3.7% beside two busy processes, 5.9% quiet; decide_*(drift=0) on a dedicated machine)
 
 GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
 FIRST = 8          # rounds before the first look
