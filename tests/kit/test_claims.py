@@ -1,10 +1,12 @@
 """The one claims kit (perflab.kit.claims): claim mistakes refused when the claims are built or judged, the setup a claim
 is about, one meaning of partly and fixed, the log, the checks, the figure."""
 import dataclasses
+from typing import Literal
 
 import pytest
 
 from perflab.kit.claims import Check, Claim, ClaimError, Claims, claims_figure, judged_text, report_checks, verdict_text
+from perflab.kit.params import RunParams
 from perflab.kit.results import ResultsLog
 from perflab.kit.verdicts import Decision, Measured
 
@@ -23,6 +25,12 @@ def claims(**kw):
                   headline="speed", params=P, **kw)
 
 
+@dataclasses.dataclass
+class RP(RunParams):
+    batch: int = 1
+    mode: Literal["head", "tail"] = "head"
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: Claim("speed", "t", "2x", at_leats=2), "claim 'speed': unknown field 'at_leats'; a Claim takes"),
     (lambda: Claim("speed", "t", "2x"), "claim 'speed': give exactly one of at_least and at_most"),
@@ -36,7 +44,12 @@ def claims(**kw):
     (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"btach": 64}), params=P),
      "claim 'a': setup key 'btach' is not a parameter of P; allowed: device, batch, compile"),
     (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"batch": "64"}), params=P),
-     "claim 'a': setup batch='64' is not a int"),
+     "claim 'a': setup batch='64' is not an int, as P.batch is"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"mode": "max"}), params=RP),
+     "claim 'a': setup mode='max' is not one of 'head' | 'tail', as RP.mode is"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"bach": 1}), params=RP),  # its device named once
+     "claim 'a': setup key 'bach' is not a parameter of RP; allowed: device, out_dir, seed, threads, min_run_time, "
+     "max_run_time, verdict_time, batch, mode$"),
 ])
 def test_claim_mistakes_are_refused_when_the_claims_are_built(make, message):
     with pytest.raises(ClaimError, match=message.replace("(", r"\(").replace(")", r"\)")):

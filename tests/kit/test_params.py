@@ -98,3 +98,25 @@ def test_every_study_schema_keeps_the_run_fields_and_their_rules():
                              ({"min_run_time": 2.0, "max_run_time": 1.0}, "min_run_time <= max_run_time")):
             with pytest.raises(ParameterError, match=message):  # the study's check() calls RunParams.check()
                 validate(bad, s)
+
+
+def test_setup_in_a_kernel_refuses_a_run_that_would_record_values_it_did_not_use():
+    from perflab.kit.params import as_run
+
+    defaults = {f: getattr(EvalParams(), f) for f in EvalParams.__dataclass_fields__}
+    # the setup cell above the parameters cell: the study's names are not defined yet
+    with pytest.raises(ParameterError, match=r"batch, .* are not defined when setup\(\) runs.*Move the parameters"):
+        as_run({"In": ["import perflab"], "device": "auto"}, EvalParams)
+    # a parameters cell edited away from the dataclass: refused, every such value named with its default
+    ns = {"In": ["import perflab", "batch: int = 512"], **defaults, "batch": 512, "mode": "head"}
+    with pytest.raises(ParameterError) as e:
+        as_run(ns, EvalParams)
+    assert "batch = 512 where EvalParams's default is 64; mode = 'head' where EvalParams's default is 'both'" in str(e.value)
+    assert "`-p batch=...`" in str(e.value) and "`# Parameters`" in str(e.value)
+    # the same values injected (papermill's cell, or one written like it in JupyterLab): read, and recorded as set
+    ns["In"].append("# Parameters\nbatch = 512\nmode = 'head'\n")
+    cfg, set_ = as_run(ns, EvalParams)
+    assert (cfg.batch, cfg.mode) == (512, "head") and set_ == {"batch": 512, "mode": "head"}
+    # on its defaults nothing is set; a plain dict (a script) is read as given
+    assert as_run({"In": ["x"], **defaults}, EvalParams)[1] == {}
+    assert as_run({"batch": 128}, EvalParams)[1] == {"batch": 128}

@@ -133,10 +133,25 @@ def test_refresh_keeps_the_committed_notebook_when_it_fails(nb_dir, tmp_path):
     assert (nb_dir / "failing.ipynb").read_text() == before
 
 
-def test_no_notebooks_says_so(tmp_path, capsys):
+def test_nothing_to_run_is_a_failure_that_says_where_it_looked(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    assert main(["run", "--notebooks", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 0
-    assert "no notebooks yet" in capsys.readouterr().out
+    assert main(["run", "--notebooks", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 1
+    assert f"no notebooks in {tmp_path / 'empty'}: nothing to run" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_with_notebooks_from_a_parent_folder_writes_under_their_project(tmp_path, monkeypatch):
+    import argparse
+
+    from perflab.runner.cli import _out
+
+    study = tmp_path / "mystudy"
+    study.mkdir()
+    (study / "pyproject.toml").write_text('[project]\nname = "mystudy"\n\n[tool.perflab]\n')
+    monkeypatch.delenv("PERFLAB_OUT", raising=False)
+    monkeypatch.chdir(tmp_path)  # the parent: not a project
+    assert _out(argparse.Namespace(out=None, notebooks=Path("mystudy"))) == study / "outputs" / "local"
+    assert _out(argparse.Namespace(out=tmp_path / "o", notebooks=Path("mystudy"))) == tmp_path / "o"
 
 
 @pytest.mark.parametrize("command", ["run", "refresh", "list"])
@@ -150,8 +165,9 @@ def test_names_given_where_there_are_no_notebooks_are_refused_with_where_it_look
     assert main([command, "03_eval", *out]) == 2
     assert capsys.readouterr().err.startswith(f"perflab {command}: no notebook '03_eval': no notebooks in {outside} ")
     assert not (tmp_path / "out").exists()
-    assert main([command, *out]) == 0  # no names, no notebooks: nothing to do, and it says so
-    assert f"in {outside}" in capsys.readouterr().out
+    # no names, no notebooks: `run` fails (nothing ran), the others have nothing to do; each says where it looked
+    assert main([command, *out]) == (1 if command == "run" else 0)
+    assert f"in {outside}" in (capsys.readouterr().err if command == "run" else capsys.readouterr().out)
 
 
 @pytest.fixture

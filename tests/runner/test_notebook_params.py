@@ -1,6 +1,8 @@
 """Every study notebook names its parameters dataclass in its setup call (how `perflab run` finds it: no list of
 studies to keep), its parameters cell agrees with that dataclass (names, order, types, defaults, help), and its GPU
 presets name only known parameters with valid values (the dataclass's own rules included)."""
+import json
+
 import pytest
 
 from perflab.kit.params import RunParams, validate
@@ -25,7 +27,8 @@ def test_the_setup_call_names_the_study_and_an_imported_dataclass(name):
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))
 def test_parameters_cell_matches_the_dataclass(name):
-    assert schema_mismatches(NOTEBOOKS[name], schema_for(name, NOTEBOOKS[name])) == []
+    problems = schema_mismatches(NOTEBOOKS[name], schema_for(name, NOTEBOOKS[name]))
+    assert not problems, "\n".join(problems)  # the whole message, not cut
 
 
 @pytest.mark.parametrize("preset", ["gpu", "gpu-smoke"])
@@ -35,3 +38,78 @@ def test_gpu_preset_is_valid(name, preset):
     assert params, f"params/{preset}/{name}.yaml is missing or empty"
     cfg = validate(params, schema_for(name, NOTEBOOKS[name]))  # and the dataclass's own checks
     assert cfg.device in ("cuda", "auto")
+
+
+def _copy(src, d, edit):
+    import json
+    nb = json.loads(src.read_text())
+    edit(nb["cells"])
+    d.mkdir(exist_ok=True)
+    (d / src.name).write_text(json.dumps(nb))
+    return d
+
+
+def _tagged(cells, tag="parameters"):
+    return next(i for i, c in enumerate(cells) if tag in c["metadata"].get("tags", []))
+
+
+def test_run_refuses_a_setup_cell_above_the_parameters_cell_before_anything_runs(tmp_path, capsys):
+    from pathlib import Path
+
+    from perflab.runner.cli import main
+
+    def move_setup_up(cells):
+        at = _tagged(cells)
+        cells.insert(at, cells.pop(at + 1))  # the setup cell, right below it, moved above it
+
+    d = _copy(Path(__file__).parents[1] / "fixtures" / "notebooks" / "tiny.ipynb", tmp_path / "nbs", move_setup_up)
+    assert main(["run", "tiny", "-p", "n=5", "--notebooks", str(d), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "setup(...) in cell 3 comes before the parameters cell (cell 4)" in err and "Move the setup cell" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_refuses_a_parameters_cell_off_its_dataclass_with_the_whole_message(tmp_path, capsys):
+    from perflab.runner.cli import main
+
+    def edit(cells):
+        c = cells[_tagged(cells)]
+        src = "".join(c["source"])
+        c["source"] = src.replace("batch: int = 128", "batch: int = 512").replace("seed: int = 0", "seed: int = 3")
+
+    d = _copy(NOTEBOOKS["03_eval"], tmp_path / "nbs", edit)
+    assert main(["run", "03_eval", "--notebooks", str(d), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "its parameters cell disagrees with perflab.prover.evaluation.params.EvalParams" in err
+    assert "seed: cell default 3, EvalParams default 0" in err and "batch: cell default 512, EvalParams default 128" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_papermill_alone_stops_at_setup_when_setup_would_not_read_what_the_run_records(tmp_path):
+    """papermill straight (no `perflab run` to check first): the kernel's setup refuses, naming the fix."""
+    from pathlib import Path
+
+    from perflab.runner.execute import execute
+
+    tiny = Path(__file__).parents[1] / "fixtures" / "notebooks" / "tiny.ipynb"
+
+    def move_setup_up(cells):
+        at = _tagged(cells)
+        cells.insert(at, cells.pop(at + 1))
+
+    def edit_cell(cells):
+        c = cells[_tagged(cells)]
+        c["source"] = "".join(c["source"]).replace("n: int = 3", "n: int = 4")
+
+    d = _copy(tiny, tmp_path / "moved", move_setup_up)
+    o = execute("tiny", d / "tiny.ipynb", {"n": 5}, tmp_path / "o1", progress=False)
+    assert o.status == "failed" and o.cell == 3, o.describe()
+    assert "n, scale, label, out_dir are not defined when setup() runs" in o.error, o.error
+    d = _copy(tiny, tmp_path / "edited", edit_cell)
+    o = execute("tiny", d / "tiny.ipynb", {}, tmp_path / "o2", progress=False)
+    assert o.status == "failed" and "n = 4 where TinyParams's default is 3" in o.error, o.error
+    o = execute("tiny", d / "tiny.ipynb", {"n": 4}, tmp_path / "o3", progress=False)  # injected: read, recorded
+    assert o.ok, o.describe()
+    rows = [json.loads(line) for line in (tmp_path / "o3" / "results.jsonl").read_text().splitlines()]
+    assert {r.get("kind"): r.get("params_set") for r in rows}["value"] == {"n": 4}

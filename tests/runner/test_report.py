@@ -265,3 +265,26 @@ def test_the_claims_show_their_reason_and_judged_interval_and_are_drawn_beside_t
     assert "No figure: no claim here carries a measured interval" in _section(text, "old")
     assert not (tmp_path / "claims-old.png").exists()
     assert "claims-s" not in build(tmp_path)  # build alone draws nothing and links nothing
+
+
+def test_the_run_table_shows_the_parameters_setup_read_not_those_given(tmp_path):
+    runner = _log(tmp_path, "a", run_id="r-a", params={"seq": 96})           # what `perflab run -p seq=96` gave
+    runner.append("run", status="started")
+    nb = _log(tmp_path, "a", run_id="r-a", params={"seq": 128, "batch": 8})   # what the notebook's setup read
+    nb.params_set = {"batch": 8}
+    nb.check("equal", True)
+    runner.append("run", status="ok", seconds=1.0, cell=None, cells=None, error="")
+    b = _log(tmp_path, "b", run_id="r-b", params={"seq": 96})                # a runner whose notebook never set up
+    b.append("run", status="started")
+    b.append("run", status="failed", seconds=1.0, cell=2, cells=9, error="ImportError: x")
+    runs = {r[0]: r for r in _table(_section(build(tmp_path), "Notebooks run"))}
+    assert runs["a"][4] == "batch=8 (given: seq=96)"
+    assert runs["b"][4] == "seq=96 (as given: setup did not record what it read)"
+
+
+def test_a_run_outside_git_says_so_in_the_environment_table(tmp_path):
+    log = ResultsLog(tmp_path / "results.jsonl", study="a", run_id="r",
+                     stamp={**CPU, "commit": None, "dirty": None})
+    log.check("equal", True)
+    [row] = _table(_section(build(tmp_path), "Environment"))
+    assert row[4:] == ["not a git checkout", "-"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -140,11 +141,14 @@ class Claims:
                 if k == "device":
                     continue
                 if k not in fields:
+                    allowed = ["device"] + [f for f in fields if f != "device"]  # each once
                     raise ClaimError(f"claim {c.key!r}: setup key {k!r} is not a parameter of {params.__name__}; "
-                                     f"allowed: device, {', '.join(fields)}")
+                                     f"allowed: {', '.join(allowed)}")
                 if not _type_ok(v, hints[k]):
-                    raise ClaimError(f"claim {c.key!r}: setup {k}={v!r} is not a {type_name(hints[k])}, as "
-                                     f"{params.__name__}.{k} is")
+                    name = type_name(hints[k])
+                    what = (f"one of {name}" if typing.get_origin(hints[k]) is typing.Literal
+                            else f"{'an' if name[:1] in 'aeiou' else 'a'} {name}")
+                    raise ClaimError(f"claim {c.key!r}: setup {k}={v!r} is not {what}, as {params.__name__}.{k} is")
 
     def __iter__(self):
         return iter(self.claims)

@@ -4,7 +4,9 @@
     cfg, device = run.cfg, run.device
 
 `setup` validates the parameters against the notebook's dataclass, named as its third argument (the same
-`validate` as `perflab run`, which finds the class from this very call: `perflab.runner.schemas`), sets torch's CPU
+`validate` as `perflab run`, which finds the class from this very call: `perflab.runner.schemas`), refuses a setup
+that runs before the parameters cell or a parameters cell off the dataclass's defaults (`perflab.kit.params.as_run`:
+either would make the run record values it did not use), sets torch's CPU
 threads, picks the device, opens the run folder and its results log (stamped with the parameters and the
 environment as it now is), and prints one environment line.
 
@@ -78,17 +80,18 @@ def setup(study: str, namespace: dict, schema: type | None = None) -> Run:
     its parameters dataclass (a `perflab.kit.params.RunParams` subclass). Threads come before the device and the run,
     so the environment stamp and every timing see the thread count they ran with."""
     from .env import pick_device
-    from .params import validate
+    from .params import as_run
 
     if schema is None:
         raise TypeError(f"setup({study!r}, globals(), Params): name the notebook's parameters dataclass as the third "
                         "argument (`perflab run` reads it from this call too)")
-    cfg = validate(namespace, schema)
+    cfg, set_ = as_run(namespace, schema)  # refuses a setup above the parameters cell, or a cell off the defaults
     threads = getattr(cfg, "threads", 0)
     if threads:
         torch.set_num_threads(threads)  # small ops on a shared CPU: extra OpenMP threads mostly wait
     device = pick_device(getattr(cfg, "device", "auto"))
     run = open_run(study, cfg, device=device)
+    run.log.params_set = set_  # what the report's run table shows: the values setup read, where not the defaults
     run.device = device
     print(environment_line(device))
     return run

@@ -202,6 +202,45 @@ def validate(namespace: dict | Any, schema, *, strict: bool = True):
     return cfg
 
 
+def as_run(namespace: dict | Any, schema) -> tuple[Any, dict[str, Any]]:
+    """What a notebook's `setup` reads: `validate`, and, inside a kernel, the two ways a run would record values it
+    did not use, refused before anything is measured:
+
+    - a parameter of `schema` not defined yet (the setup cell above the parameters cell: papermill injects `-p`
+      values right after the parameters cell, so setup would read the defaults while the run records the -p values);
+    - a value that differs from the dataclass's default and was not injected (a parameters cell edited away from
+      `params.py`: the run table would say "defaults"). In JupyterLab another value goes in a cell of its own below
+      the parameters cell whose first line is `# Parameters`, as papermill's injected cell; it is then read as set.
+
+    -> (the parameters, {name: value} of those that differ from the defaults: what the run records as set)."""
+    if not isinstance(namespace, dict):
+        namespace = vars(namespace)
+    cfg = validate(namespace, schema)
+    fields = fields_of(schema)
+    set_ = {k: getattr(cfg, k) for k, f in fields.items() if getattr(cfg, k) != default_of(f)}
+    injected = injected_names(namespace)
+    if injected is None:  # a plain dict (tests, scripts): every key is a value given
+        return cfg, set_
+    missing = [k for k in fields if k not in namespace]
+    if missing:
+        raise ParameterError(
+            f"{schema.__name__}: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not defined when setup() "
+            "runs. The parameters cell must come before the setup cell and assign every parameter: papermill and "
+            "`perflab run` inject -p values right after the parameters cell, so a setup above it reads the defaults "
+            "while the run records the -p values. Move the parameters cell above setup(...).")
+    edited = [k for k in set_ if k not in injected]
+    if edited:
+        lines = [f"{k} = {getattr(cfg, k)!r} where {schema.__name__}'s default is {default_of(fields[k])!r}"
+                 for k in edited]
+        raise ParameterError(
+            "the notebook sets " + "; ".join(lines) + ". A parameters cell holds the dataclass's defaults, so that "
+            "what a run records ('defaults', or the -p values) is what ran: pass another value with "
+            f"`-p {edited[0]}=...` (papermill, perflab run), or in JupyterLab put it in a cell of its own right below "
+            "the parameters cell whose first line is `# Parameters` (as papermill's injected cell); to change the "
+            f"default, change {schema.__module__}.{schema.__name__} and the parameters cell together.")
+    return cfg, set_
+
+
 def parse_value(raw: str, tp: Any = None) -> Any:
     """A `-p key=value` text as a value. With the field's type known, the type decides: a str or a
     Literal of strs keeps the text as written (`-p kg=2024`, `-p compile=off`); a list reads

@@ -33,6 +33,13 @@ def repo_root() -> Path:
     return cwd
 
 
+def project_of(path: str | os.PathLike) -> Path | None:
+    """The project a folder belongs to (`_is_root`: itself or a parent), or None: where `perflab run --notebooks DIR`
+    puts DIR's results when no --out is given, wherever the command is typed."""
+    p = Path(path).expanduser().resolve()
+    return next((d for d in (p, *p.parents) if _is_root(d)), None)
+
+
 def notebooks_dir() -> Path:
     """The project's `notebooks/` folder; a project without one (a study made by `perflab new`) keeps its
     notebooks in its root."""

@@ -89,6 +89,7 @@ class ResultsLog:
         self.params = _jsonable(params) if params is not None else {}
         self.env = stamp if stamp is not None else fingerprint(device)
         self.run_id = run_id or new_run_id()  # one execution of a study: reports show a study's latest
+        self.params_set: dict | None = None  # set by a notebook's setup: the values it read that differ from defaults
         self.skipped = 0
 
     # ---- writing ----------------------------------------------------------------------------
@@ -103,6 +104,8 @@ class ResultsLog:
             env = {**env, "torch_threads": torch.get_num_threads()}
         row = Row({"study": fields.pop("study", self.study), "kind": kind, **_jsonable(fields),
                    "run_id": self.run_id, "params": self.params, "env": env})
+        if self.params_set is not None:
+            row["params_set"] = _jsonable(self.params_set)
         line = (json.dumps(row, allow_nan=False) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)

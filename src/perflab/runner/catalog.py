@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..kit.params import ParameterError, load_preset, parse_assignment, validate
 from ..kit.paths import notebooks_dir, params_dir
 from .execute import Interrupted, Outcome, execute
-from .schemas import NotebookError, schema_for
+from .schemas import NotebookError, declared, schema_for, setup_above_parameters
 
 if TYPE_CHECKING:  # nbformat costs seconds to import (jsonschema): loaded when a notebook is read
     import nbformat
@@ -57,9 +57,10 @@ def inspect(path: Path) -> dict[str, dict]:
     return papermill.inspect_notebook(str(path))
 
 
-def schema_mismatches(path: Path, schema) -> list[str]:
+def schema_mismatches(path: Path, schema, *, helps: bool = True) -> list[str]:
     """How a notebook's parameters cell disagrees with its dataclass: names (and order), annotated types,
-    default values, and help comments (present, and naming every choice of a Literal). [] when they agree."""
+    default values, and (with `helps`) help comments (present, and naming every choice of a Literal). [] when they
+    agree. `perflab run` refuses the first three (`plan`); the tests hold the six to all four."""
     import ast
     import typing
 
@@ -83,6 +84,8 @@ def schema_mismatches(path: Path, schema) -> list[str]:
         if cell_default != default:
             problems.append(f"{key}: cell default {info['default']}, {schema.__name__} default {default!r}")
         help_ = info.get("help") or ""
+        if not helps:
+            continue
         if not help_:
             problems.append(f"{key}: no help comment")
         elif typing.get_origin(hints[key]) is typing.Literal:
@@ -130,10 +133,23 @@ def plan(names: list[str], *, preset: str | None = None, overrides: dict[str, An
     for name in resolve(names, available):
         try:
             params = collect(name, available[name], preset=preset, overrides=overrides, p_dir=p_dir)
-            validate(params, schema_for(name, available[name]))
+            schema = schema_for(name, available[name])
+            validate(params, schema)
         except ParameterError as e:
             errors.append(f"{name}: {e}")
             continue
+        order = setup_above_parameters(available[name])
+        if order:
+            errors.append(f"{name}: {order}")
+            continue
+        d = declared(available[name])
+        if d is not None and d.module is not None:
+            off = schema_mismatches(available[name], schema, helps=False)  # a cell built schema agrees with itself
+            if off:
+                errors.append(f"{name}: its parameters cell disagrees with {schema.__module__}.{schema.__name__} "
+                              "(a run on its defaults would run the cell's values and record 'defaults'); make them "
+                              "agree:\n    " + "\n    ".join(off))
+                continue
         jobs.append((name, available[name], params))
     if errors:
         raise ParameterError("\n".join(errors))

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from ..kit.params import ParameterError
-from ..kit.paths import NotWritable, check_writable, notebooks_dir, repo_root
+from ..kit.paths import NotWritable, check_writable, notebooks_dir, project_of, repo_root
 from . import catalog as nbs  # imports neither torch nor nbformat: `perflab --help` answers at once
 
 
@@ -169,7 +169,11 @@ def _out(args) -> Path:
     """--out, else $PERFLAB_OUT, else outputs/local in the checkout (what `make run` reports on)."""
     import os
 
-    return Path(args.out or os.environ.get("PERFLAB_OUT") or repo_root() / "outputs" / "local").resolve()
+    if args.out or os.environ.get("PERFLAB_OUT"):
+        return Path(args.out or os.environ["PERFLAB_OUT"]).resolve()
+    nb_dir = getattr(args, "notebooks", None)
+    root = project_of(nb_dir) if nb_dir else None  # --notebooks DIR from elsewhere: DIR's project, not the cwd's
+    return ((root or repo_root()) / "outputs" / "local").resolve()
 
 
 def _checked_out(args) -> Path:
@@ -188,8 +192,13 @@ def _report(out: Path) -> Path:
 
 
 def cmd_run(args) -> int:
-    if not _found(args, "no notebooks yet in {}: nothing to run"):
-        return 0
+    if not nbs.discover(args.notebooks):  # nothing to run is a failure here: a wrong folder, a typo
+        where = Path(args.notebooks).resolve() if args.notebooks else notebooks_dir()
+        if args.names:
+            _found(args, "")  # raises, naming them
+        print(f"perflab run: no notebooks in {where}: nothing to run (run it in a study folder or a perflab "
+              "checkout, or give --notebooks DIR)", file=sys.stderr)
+        return 1
     jobs = nbs.plan(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                     p_dir=args.params_dir)
     out = _checked_out(args)

@@ -30,7 +30,7 @@ from ..kit.results import executions, latest, latest_judged, read_rows
 from ..kit.verdicts import VERDICTS
 
 ENV_KEYS = ("host", "device_name", "torch", "cuda", "commit", "dirty")
-CONTEXT_SKIP = {"study", "kind", "metric", "value", "unit", "params", "env", "run_id"}
+CONTEXT_SKIP = {"study", "kind", "metric", "value", "unit", "params", "params_set", "env", "run_id"}
 
 
 def _md_table(header: list[str], rows: list[list]) -> str:
@@ -193,13 +193,24 @@ def _summary(execs: dict[tuple, list[dict]], earlier: dict[tuple, tuple], out_di
         ["study", "status", "headline", "claims (verdicts)", "checks", "device", "run id (start time)"], rows)
 
 
+def _params(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"  # as given, not rounded
+
+
 def _runs_table(execs: dict[tuple, list[dict]], out_dir: Path) -> str:
     rows = []
     for (study, point, rid), rs in execs.items():
         st, why = status(rs, out_dir)
-        params = next((r.get("params") for r in rs if r["kind"] == "run"), None)
-        params = params if params is not None else (rs[0].get("params") or {})
-        shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"  # as given, not rounded
+        given = next((r.get("params") for r in rs if r["kind"] == "run"), None)
+        setup_row = next((r for r in rs if r.get("params_set") is not None), None)  # what setup read
+        read = setup_row["params_set"] if setup_row else None
+        if read is None:  # setup did not run (or rows older than it): what the runner was given, said so
+            params = given if given is not None else (rs[0].get("params") or {})
+            shown = _params(params) + (" (as given: setup did not record what it read)" if given is not None else "")
+        else:
+            shown = _params(read)
+            if given is not None and any((setup_row.get("params") or {}).get(k, v) != v for k, v in given.items()):
+                shown += f" (given: {_params(given)})"  # a value given that setup did not read as given
         rows.append([study + (f" ({point})" if point else ""), rid or "-", st, _seconds(rs), shown, why])
     return "## Notebooks run\n" + _md_table(["notebook", "run id", "status", "time", "parameters", "stopped at / why"],
                                              rows)
@@ -461,7 +472,8 @@ def build(out_dir: str | Path, *, all_runs: bool = False, figures: bool = False)
     envs = {tuple(r["env"].get(k) for k in ENV_KEYS) for r in rows if r.get("env") and r["kind"] != "run"}
     head.append("## Environment\n" + _md_table(
         ["host", "device", "torch", "CUDA", "commit", "dirty tree"],
-        [[h, d, t, c or "-", (sha or "-")[:10], dirty] for h, d, t, c, sha, dirty in sorted(envs, key=str)]))
+        [[h, d, t, c or "-", sha[:10] if sha else "not a git checkout", "-" if dirty is None else dirty]
+         for h, d, t, c, sha, dirty in sorted(envs, key=str)]))
     head.append(_runs_table(execs, out_dir))
     sweep = _sweep_section(out_dir, rows)
     sections = []

@@ -99,6 +99,38 @@ def declared(path: Path) -> Declared | None:
     return Declared(study, module, name, ast.unparse(call))
 
 
+def setup_above_parameters(path: Path) -> str | None:
+    """Why the notebook's setup call would read the defaults under papermill: its cell comes before the cell tagged
+    `parameters` (papermill injects -p values right after that cell), or there is no such cell. None when in order,
+    or when the notebook has no setup call."""
+    cells = json.loads(Path(path).read_text())["cells"]
+    params_at = next((i for i, c in enumerate(cells) if "parameters" in (c.get("metadata") or {}).get("tags", [])), None)
+    setup_at = None
+    for i, c in enumerate(cells):
+        if c.get("cell_type") != "code":
+            continue
+        src = c.get("source", "")
+        src = "".join(src) if isinstance(src, list) else src
+        src = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in src.splitlines())
+        try:
+            if any(_is_setup(n) for n in ast.walk(ast.parse(src))):
+                setup_at = i
+                break
+        except SyntaxError:
+            continue
+    if setup_at is None:
+        return None
+    if params_at is None:
+        return (f"{Path(path).name}: no cell is tagged `parameters`, so papermill would inject -p values at the top "
+                f"and setup (cell {setup_at + 1}) could not tell them from the defaults; tag the parameters cell")
+    if setup_at < params_at:
+        return (f"{Path(path).name}: setup(...) in cell {setup_at + 1} comes before the parameters cell (cell "
+                f"{params_at + 1}): papermill injects -p values right after the parameters cell, so setup would read "
+                "the defaults and the run would record values it did not use. Move the setup cell below the "
+                "parameters cell")
+    return None
+
+
 def _load(d: Declared, path: Path) -> type:
     folder = str(path.parent.resolve())
     if folder not in sys.path:
