@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# A GPU host lent for a short time, whose commands are cut at 10 minutes and which is given back when idle (and after
-# 30 minutes held, bare again the next time), with 15 minutes of device time a window (its start included): run
-# `perflab gpu-check` there detached, in calls that each end well inside the limit, bring the folder back after each
-# window, and carry it into the next one, where gpu-check skips what is done. Windows: params/gpu-smoke/ESTIMATE.md.
+# A lent GPU host runs one command at most 10 minutes and is given back after 30 s idle (and after 30 minutes held,
+# bare again the next time), with 15 minutes of device time a window, its start included. So each step is ONE call
+# of this script there: it installs the wheels, starts `perflab gpu-check` in the foreground, stops it by a deadline
+# below the command's limit, packs what finished into $OUT and ends with a one-screen summary. Nothing waits for a
+# second call: the next one (in this window or a later one) carries what `bring` kept here and goes on from there.
+# Windows and estimates: params/gpu-smoke/ESTIMATE.md.
 #
 # Here (a checkout with git, its commit clean: on a dirty tree gpu-check skips nothing):
 #   bash tools/gpu-session.sh prepare          # empties .whl/, brings the wheels the GPU image lacks into it
@@ -10,39 +12,109 @@
 #                                              # pytest plugin imports), checks that they install offline for the
 #                                              # host's Python 3.12, one version each, and writes .whl/COMMIT (the
 #                                              # commit the copy is made of: the copy has no .git)
-# There (from the project root, with .whl and .gpu-res carried), in back-to-back calls:
-#   bash tools/gpu-session.sh start smoke      # the quick GPU tests + all six notebooks on params/gpu-smoke/
-#                                              # (~5.7 min cold by params/gpu-smoke/ESTIMATE.md)
-#   bash tools/gpu-session.sh start tests      # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;
-#                                              # `start tests all`: every GPU test, `start tests quick`: the smoke's)
-#   bash tools/gpu-session.sh start full --tests 04_early_exit   # the compiled GPU tests, then 04 on params/gpu/
-#   bash tools/gpu-session.sh start full 03_eval 05_vae_sync     # their params/gpu/ presets; no names: all six
-#   bash tools/gpu-session.sh wait 560         # until done or 560 s; packs the folder into $OUT/res.tgz and its
-#                                              # compile caches into $OUT/cache.tgz (cache-2.tgz), each file under
-#                                              # the 16 MiB that can come back (newest entries kept), each time
-# Call `wait` again at once while it says "running". `start` first unpacks .gpu-res/res.tgz and .gpu-res/cache*.tgz
-# (the previous window's, never over newer files), so a window that was cut goes on where the last `wait` packed it:
-# every notebook (and test part) finished at this commit is skipped, the one it cut runs again (`--redo`: everything
-# again). Arguments after the names go to gpu-check (`-p verdict_time=10`; another value is another run).
-# Back here after each window:
-#   bash tools/gpu-session.sh bring DIR        # DIR holds that window's res.tgz (cache*.tgz): unpacks the folder into
-#                                              # outputs/<gpu kind>/<commit>/ (REPORT.md: commit it as the run's evidence)
-#                                              # and keeps them in .gpu-res/ for the next window's carry
+# There, one call each (carry .whl and .gpu-res; timeout_s 600):
+#   bash tools/gpu-session.sh smoke            # the quick GPU tests + all six notebooks on params/gpu-smoke/
+#   bash tools/gpu-session.sh tests            # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;
+#                                              # `tests all`: every GPU test, `tests quick`: the smoke's)
+#   bash tools/gpu-session.sh full --tests 04_early_exit   # the compiled GPU tests, then 04 on params/gpu/
+#   bash tools/gpu-session.sh full 03_eval 05_vae_sync     # their params/gpu/ presets; no names: all six
+# Each call ends by $GPU_SESSION_DEADLINE seconds (540: 60 s under the command's limit) with the summary (per test
+# part and notebook: ok / failed / skipped / cut, seconds) and its exit status: 0 all ok or skipped, 1 a part failed,
+# 2 the start failed (wheels, kernel, imports, no CUDA: the reason on the lines above), 3 a part was cut by the
+# deadline (the next call goes on from there). $OUT gets res.tgz (the run folders: results, REPORT.md, window.jsonl),
+# log.txt (this call's log) and cache*.tgz (compile caches, newest first, each under the 16 MiB a file that comes
+# back). The call first unpacks .gpu-res/ (the last call's, never over newer files), so every notebook (and test
+# part) finished at this commit is skipped and the one a deadline cut runs again (`--redo`: everything again).
+# Arguments after the names go to gpu-check (`-p verdict_time=10`; another value is another run).
+# Back here after each call:
+#   bash tools/gpu-session.sh bring DIR        # DIR holds that call's res.tgz, log.txt (cache*.tgz): unpacks the
+#                                              # folder into outputs/<gpu kind>/<commit>/ (REPORT.md and
+#                                              # gpu-check.log: commit them as the run's evidence) and keeps them in
+#                                              # .gpu-res/ for the next call's carry
 set -u
-cmd=${1:?prepare|start|wait|bring}; shift
-here=$(cd "$(dirname "$0")/.." && pwd)        # the checkout this script belongs to (its src/ has perflab.runner.gpucheck)
+cmd=${1:?prepare|smoke|tests|full|bring}; shift
+here=$(cd "$(dirname "$0")/.." && pwd)        # the checkout this script belongs to (its src/ has perflab.runner)
 R=${GPU_SESSION_RES:-/tmp/res}               # the run folders on the lent host (tests point it elsewhere)
 base=$(dirname "$R") && name=$(basename "$R")
+PY=${GPU_SESSION_PYTHON:-python3}            # the host's Python, with its torch
+SITE=${GPU_SESSION_SITE:-/tmp/site}          # where the wheels are installed there
+KERNELS=${GPU_SESSION_KERNELS:-/tmp/jk}      # the perflab kernel spec there
+WORK=${GPU_SESSION_WORK:-/tmp/w}             # the copy of the tree the runner runs in
+DEADLINE=${GPU_SESSION_DEADLINE:-540}        # seconds from the call's start to its last line
+PACK_S=${GPU_SESSION_PACK_S:-40}             # of which kept for packing and the summary after the runner stops
 MAX_MIB=${GPU_SESSION_MAX_MIB:-16}           # the largest file that comes back from $OUT
 MAX=$((MAX_MIB * 1024 * 1024))
 CACHE_PARTS=${GPU_SESSION_CACHE_PARTS:-2}    # cache files at most (8 files and 64 MiB come back; 64 MiB travel in)
-gpucheck() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" python3 -m perflab.runner.gpucheck "$@"; }
-seed() {  # the previous window's folder and caches: what it finished is not run again
+gpucheck() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m perflab.runner.gpucheck "$@"; }
+seed() {  # the previous call's folder and caches: what it finished is not run again
   for t in .gpu-res/res.tgz .gpu-res/cache*.tgz; do
-    [ -f "$t" ] && mkdir -p "$R" && tar -xzf "$t" -C "$base" --skip-old-files --exclude="$name/progress.log" \
-      && echo "seeded $R from $t"
+    [ -f "$t" ] && mkdir -p "$R" && tar -xzf "$t" -C "$base" --skip-old-files --exclude="$name/log.txt" \
+      --exclude="$name/CALL" && echo "seeded $R from $t"
   done
   return 0
+}
+pack() {  # what finished, into $OUT: every file under the limit that comes back
+  cp "$R/log.txt" "$OUT/log.txt" 2>/dev/null
+  tar -czf "$OUT/res.tgz" --exclude='*.html' --exclude='*.pt' --exclude=compile-cache -C "$base" "$name"
+  size=$(stat -c %s "$OUT/res.tgz")
+  echo "res.tgz: $((size / 1024)) KiB (the limit is $MAX_MIB MiB a file)"
+  [ "$size" -gt $MAX ] && echo "res.tgz is over $MAX_MIB MiB: it will not come back" >&2
+  # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit; what does not fit is
+  # left out and compiled again by the next call (perflab.runner.gpucheck.pack_cache)
+  gpucheck pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" || echo "pack-cache failed" >&2
+}
+call() {  # one step of a window, start to summary: smoke | tests [PART] | full [--tests] [NAME ...] [gpu-check args]
+  local t0=$SECONDS what=$1 tests="" args; shift
+  case "$what" in
+    smoke) tests=quick; args=(perflab.runner.cli gpu-check --params gpu-smoke --no-progress) ;;
+    tests) tests=compiled; case "${1:-}" in quick|compiled|all) tests=$1; shift ;; esac
+           args=(perflab.runner.gpucheck tests) ;;
+    full)  [ "${1:-}" = --tests ] && { tests=compiled; shift; }
+           args=(perflab.runner.cli gpu-check --params gpu --no-progress); [ -z "$tests" ] && args+=(--no-tests) ;;
+  esac
+  args+=("$@" --root "$R")
+  : "${OUT:?OUT: the folder whose files come back (the device tool sets it)}"
+  export PERFLAB_WINDOW="$what-$(date -u +%Y%m%dT%H%M%SZ)"
+  mkdir -p "$R" "$OUT" && rm -f "$R/log.txt" "$R/CALL"
+  log=$R/log.txt
+  say() { echo "[$((SECONDS - t0)) s] $*" | tee -a "$log"; }
+  finish() {  # $1: the runner's exit status, or 2 for a start that failed
+    local rc=$1 sum
+    commit=$(cat .whl/COMMIT 2>/dev/null || echo unknown)
+    kind=$(cd "$R" && ls -d */"${commit:0:7}"* 2>/dev/null | head -1 | cut -d/ -f1)
+    echo "window=$PERFLAB_WINDOW kind=${kind:-unknown} commit=$commit rc=$rc" > "$R/CALL"
+    pack > "$R/pack.txt" 2>&1; cat "$R/pack.txt"; cat "$R/pack.txt" >> "$log"; cp "$log" "$OUT/log.txt"
+    echo "== bash tools/gpu-session.sh $what: ${PERFLAB_WINDOW}, $((SECONDS - t0)) s of the ${DEADLINE} s deadline"
+    if [ "$rc" = 2 ]; then sum=2; else
+      PYTHONPATH="$here/src" "$PY" -m perflab.runner.window summary "$R"; sum=$?
+    fi
+    [ "$sum" = 0 ] && [ "$rc" != 0 ] && sum=1   # a runner that failed outside a part (its report, say)
+    echo "exit $sum (0 ok, 1 a part failed, 2 the start failed, 3 cut by the deadline: call again to go on)"
+    exit "$sum"
+  }
+  fail() { say "START FAILED ($1): $2"; finish 2; }
+  say "$PERFLAB_WINDOW: python3 -m ${args[*]}${tests:+ (GPU tests: the $tests part)}; deadline $DEADLINE s"
+  [ -f .whl/COMMIT ] || fail wheels "no .whl/COMMIT: run 'bash tools/gpu-session.sh prepare' here and carry .whl"
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+    >> "$log" 2>&1 || fail wheels "pip could not install .whl/ offline: $(tail -1 "$log")"
+  PYTHONPATH=$SITE "$PY" -m ipykernel install --prefix "$KERNELS" --name perflab --display-name "Python (perflab)" \
+    >> "$log" 2>&1 || fail kernel "ipykernel install: $(tail -1 "$log")"
+  rm -rf "$WORK" && mkdir -p "$WORK" && cp -r . "$WORK"/ && rm -rf "$WORK/.whl" "$WORK/.gpu-res" \
+    || fail copy "could not copy the tree to $WORK"
+  seed >> "$log"
+  export PYTHONPATH=$SITE:$WORK/src PYTHONUNBUFFERED=1 JUPYTER_PATH=$KERNELS/share/jupyter MPLBACKEND=Agg \
+         PATH=$SITE/bin:$PATH PERFLAB_COMMIT=$(cat .whl/COMMIT) PERFLAB_GPU_TESTS=$tests
+  (cd "$WORK" && "$PY" -c "import perflab.runner.cli, papermill, nbclient, ipykernel, nbval") >> "$log" 2>&1 \
+    || fail imports "$(tail -1 "$log")"
+  local left=$((DEADLINE - PACK_S - (SECONDS - t0)))
+  [ "$left" -gt 30 ] || fail time "only $left s left for the runner after the start"
+  say "started; the runner is stopped at $((SECONDS - t0 + left)) s"
+  set -o pipefail
+  (cd "$WORK" && timeout -s INT -k 20 "$left" "$PY" -m "${args[@]}") 2>&1 | tee -a "$log"
+  local rc=$?
+  set +o pipefail
+  [ "$rc" = 124 ] && say "the deadline stopped the runner ($left s): what finished is packed"
+  finish "$rc"
 }
 case "$cmd" in
 prepare)
@@ -55,7 +127,7 @@ prepare)
   fi
   mkdir -p .whl
   gpucheck wheels .whl || { echo "prepare: keep one version of each wheel in .whl/" >&2; exit 1; }
-  # what `start` does there, into a clean folder here, for the host's interpreter (CPython 3.12, x86-64 Linux)
+  # what a call does there, into a clean folder here, for the host's interpreter (CPython 3.12, x86-64 Linux)
   tmp=$(mktemp -d)
   plat=()
   for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64 \
@@ -64,7 +136,7 @@ prepare)
   done
   if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --only-binary=:all: \
          --python-version 3.12 --implementation cp "${plat[@]}" --target "$tmp" .whl/*.whl; then
-    rm -rf "$tmp"; echo "prepare: the wheels in .whl/ do not install offline: start would stop there" >&2; exit 1
+    rm -rf "$tmp"; echo "prepare: the wheels in .whl/ do not install offline: the call would stop there" >&2; exit 1
   fi
   echo "the wheels install offline into a clean folder ($(ls .whl/*.whl | wc -l) wheels, $(du -sh .whl | cut -f1))"
   rm -rf "$tmp"
@@ -72,51 +144,14 @@ prepare)
   [ -n "$(git status --porcelain --untracked-files=no)" ] && sha="$sha-dirty"
   echo "$sha" > .whl/COMMIT && echo "prepared .whl/ for commit $sha"
   ;;
-seed) seed ;;
-start)
-  what=${1:?smoke|full}; shift
-  tests=""
-  case "$what" in
-    smoke) tests=quick; args=(perflab.runner.cli gpu-check --params gpu-smoke) ;;
-    tests) tests=compiled; case "${1:-}" in quick|compiled|all) tests=$1; shift ;; esac
-           args=(perflab.runner.gpucheck tests) ;;
-    full)  [ "${1:-}" = --tests ] && { tests=compiled; shift; }
-           args=(perflab.runner.cli gpu-check --params gpu); [ -z "$tests" ] && args+=(--no-tests) ;;
-    *) echo "start smoke | tests | full [--tests] [NAME ...] [--redo] [-p NAME=VALUE ...]" >&2; exit 2 ;;
+seed) seed ;;                      # (the first steps of a call, alone: for tests)
+pack) mkdir -p "${OUT:?}" && pack ;;
+smoke|tests|full)
+  case "$cmd ${1:-}" in
+    "tests "|"tests quick"|"tests compiled"|"tests all"|"tests -"*|smoke*|full*) ;;
+    *) echo "tests [quick|compiled|all] [--redo]" >&2; exit 2 ;;
   esac
-  args+=("$@")
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  PYTHONPATH=/tmp/site python3 -m ipykernel install --prefix /tmp/jk --name perflab --display-name "Python (perflab)" >/dev/null 2>&1
-  rm -rf /tmp/w "$R/progress.log" && mkdir -p /tmp/w "$R" && cp -r . /tmp/w/ && rm -rf /tmp/w/.whl /tmp/w/.gpu-res  # $R keeps earlier runs
-  seed
-  commit=$(cat .whl/COMMIT 2>/dev/null || echo unknown)
-  short=${commit:0:7}; case "$commit" in *-dirty) short="$short-dirty" ;; esac
-  cat > /tmp/w/.run.sh <<RUN
-cd /tmp/w
-export PYTHONPATH=/tmp/site:/tmp/w/src PYTHONUNBUFFERED=1 JUPYTER_PATH=/tmp/jk/share/jupyter MPLBACKEND=Agg \
-       PATH=/tmp/site/bin:\$PATH PERFLAB_COMMIT=$commit PERFLAB_GPU_TESTS=$tests
-kind=\$(python3 -c "from perflab.kit.env import device_kind, pick_device; print(device_kind(pick_device('cuda')))")
-# the folder perflab gpu-check names (outputs/<gpu kind>/<commit>/), under $R; its compile caches in compile-cache/
-python3 -m ${args[*]} --out $R/\$kind/$short$([ "$what" = tests ] || echo " --no-progress") >> $R/log.txt 2>&1
-echo "ALLDONE rc=\$?" >> $R/progress.log
-RUN
-  (setsid nohup bash /tmp/w/.run.sh > /tmp/run.log 2>&1 < /dev/null &)
-  echo "started: python3 -m ${args[*]}${tests:+ (GPU tests: the $tests part)} -> $R/<gpu kind>/$short"
-  ;;
-wait)
-  end=$((SECONDS + ${1:-560}))
-  while [ $SECONDS -lt $end ] && ! grep -q ALLDONE "$R/progress.log" 2>/dev/null; do sleep 5; done
-  grep -q ALLDONE "$R/progress.log" 2>/dev/null && cat "$R/progress.log" || { echo running; tail -3 "$R/log.txt"; }
-  nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader 2>/dev/null
-  tar -czf "$OUT/res.tgz" --exclude='*.html' --exclude='*.pt' --exclude=compile-cache -C "$base" "$name"
-  size=$(stat -c %s "$OUT/res.tgz")
-  echo "res.tgz: $((size / 1024)) KiB (the limit is $MAX_MIB MiB a file)"
-  [ "$size" -gt $MAX ] && echo "res.tgz is over $MAX_MIB MiB: it will not come back" >&2
-  # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit; what does not fit is
-  # left out and compiled again by the next window (perflab.runner.gpucheck.pack_cache)
-  gpucheck pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" || echo "pack-cache failed" >&2
-  ls -la "$OUT"
-  ;;
+  call "$cmd" "$@" ;;
 bring)
   from=${1:?bring DIR: the folder holding res.tgz}
   [ -f "$from/res.tgz" ] || { echo "no $from/res.tgz" >&2; exit 1; }
@@ -124,9 +159,11 @@ bring)
   if ls "$from"/cache*.tgz >/dev/null 2>&1; then  # else the last ones that came back stay
     rm -f .gpu-res/cache*.tgz && cp "$from"/cache*.tgz .gpu-res/
   fi
-  tar -xzf "$from/res.tgz" -C outputs --strip-components=1 --exclude=res/log.txt --exclude=res/progress.log || exit 1
+  tar -xzf "$from/res.tgz" -C outputs --strip-components=1 --exclude=res/log.txt --exclude=res/CALL \
+    --exclude=res/pack.txt || exit 1
   tar -tzf "$from/res.tgz" | grep -E '^res/[^/]+/[^/]+/REPORT.md$' | sed 's|^res/|outputs/|'
-  echo "for the next window carry .whl and .gpu-res ($(du -sh .gpu-res | cut -f1); with .whl and the tree, at most 64 MiB travel)"
+  echo "for the next call carry .whl and .gpu-res ($(du -sh .gpu-res | cut -f1); with .whl and the tree, at most 64 MiB travel)"
   ;;
-*) echo "usage: gpu-session.sh prepare | start smoke | start tests | start full [--tests] [NAME ...] [--redo] | wait SECONDS | bring DIR" >&2; exit 2 ;;
+*) echo "usage: gpu-session.sh prepare | smoke | tests [quick|compiled|all] | full [--tests] [NAME ...] [--redo] | bring DIR" >&2
+   exit 2 ;;
 esac

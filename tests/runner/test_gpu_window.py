@@ -4,9 +4,10 @@ on the lent host, run on this machine with stand-ins for the downloader and the 
 - `prepare` empties `.whl/` before it downloads, asks for nbval and coverage, refuses a folder with two versions of a
   wheel (pip's ResolutionImpossible would stop `start` on the host before anything ran) and checks that the set
   installs offline into a clean folder for the host's Python 3.12;
-- `wait` packs the run folder and its compile caches so that each file comes back (16 MiB a file): the newest cache
-  entries in at most two files under the limit, the oldest left out and said so; `bring` keeps them and the next
-  `start` unpacks them all (`seed`);
+- a call (`smoke`, `tests`, `full`) packs the run folder and its compile caches so that each file comes back (16 MiB a
+  file): the newest cache entries in at most two files under the limit, the oldest left out and said so; `bring` keeps
+  them and the next call unpacks them all (`seed`); a call ends with one summary and its exit status, and a start
+  that cannot work fails in seconds with its reason;
 - the GPU tests' two parts (`perflab.runner.gpucheck`): the quick part is what the smoke runs, every other GPU test is the
   compiled part, each with its log, both in REPORT.md.
 """
@@ -106,7 +107,7 @@ def test_the_wheel_check_normalizes_project_names(tmp_path):
     assert gpucheck.main(["wheels", str(tmp_path)]) == 0
 
 
-# ---- wait: what comes back under 16 MiB a file (T6) -----------------------------------------------------------
+# ---- a call's packing: what comes back under 16 MiB a file (T6) -----------------------------------------------------------
 
 def _fake_cache(res: Path, mib: float) -> list[Path]:
     """res/h100/abc1234/: a finished run's folder with a compile cache of FX graph and AOTAutograd entries of
@@ -131,15 +132,15 @@ def _fake_cache(res: Path, mib: float) -> list[Path]:
         total, i = total + size, i + 1
     (cache / "ab").mkdir()
     (cache / "ab" / "cab.py").write_text("print('generated')\n" * 100)
-    (res / "progress.log").write_text("ALLDONE rc=0\n")
+    (res / "log.txt").write_text("the call's log\n")
     return entries
 
 
-def test_wait_brings_back_the_newest_cache_entries_under_the_limit_and_start_unpacks_them(tmp_path, project):
+def test_a_call_brings_back_the_newest_cache_entries_under_the_limit_and_the_next_unpacks_them(tmp_path, project):
     res, out = tmp_path / "host" / "res", tmp_path / "out"
     out.mkdir()
     entries = _fake_cache(res, mib=3.2)
-    r = _session(project, "wait", "0", GPU_SESSION_RES=str(res), OUT=str(out), GPU_SESSION_MAX_MIB="1")
+    r = _session(project, "pack", GPU_SESSION_RES=str(res), OUT=str(out), GPU_SESSION_MAX_MIB="1")
     assert r.returncode == 0, r.stdout + r.stderr
     parts = sorted(out.glob("cache*.tgz"))
     assert [p.name for p in parts] == ["cache-2.tgz", "cache.tgz"]               # two parts at most
@@ -154,7 +155,7 @@ def test_wait_brings_back_the_newest_cache_entries_under_the_limit_and_start_unp
     assert "res/h100/abc1234/REPORT.md" in tarfile.open(out / "res.tgz").getnames()
     assert not any(n.endswith(".pt") or "compile-cache" in n for n in tarfile.open(out / "res.tgz").getnames())
 
-    # here: bring keeps every part; the next window's start unpacks them (seed), never over newer files
+    # here: bring keeps every part; the next call unpacks them (seed), never over newer files
     r = _session(project, "bring", str(out))
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (project / ".gpu-res").iterdir()) == ["cache-2.tgz", "cache.tgz", "res.tgz"]
@@ -164,7 +165,7 @@ def test_wait_brings_back_the_newest_cache_entries_under_the_limit_and_start_unp
     assert r.returncode == 0 and r.stdout.count("seeded") == 3, r.stdout + r.stderr
     restored = {str(p.relative_to(fresh.parent)) for p in fresh.rglob("entry")}
     assert restored == {n for n in kept if n.endswith("/entry")}
-    assert not (fresh / "progress.log").exists()                                # the old ALLDONE stays behind
+    assert not (fresh / "log.txt").exists()                                     # the old call's log stays behind
 
 
 def test_a_cache_under_the_limit_comes_back_whole(tmp_path):
@@ -236,6 +237,7 @@ def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_p
     out, ran = tmp_path / "out", []
     out.mkdir()
     monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "abc", "dirty": False})
+    monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
     (out / "gpu-tests-quick.txt").write_text(
         "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
     (out / "REPORT.md").write_text(f"{gpucheck.TESTS_HEADER}\n\npassed (quick part): 13 passed\n\n# perflab report\nbody\n")
@@ -256,10 +258,45 @@ def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_p
     assert gpucheck.main(["tests", "--out", str(out), "--redo"]) == 0 and len(ran) == 2
 
 
-def test_the_session_script_parses_and_refuses_an_unknown_start():
+def test_the_session_script_parses_and_refuses_an_unknown_step():
     assert subprocess.run(["bash", "-n", str(SESSION)], capture_output=True).returncode == 0
-    r = _session(ROOT, "start", "everything")
-    assert r.returncode == 2 and "start smoke | tests | full" in r.stderr
+    r = _session(ROOT, "start", "smoke")                            # the two-call flow is gone
+    assert r.returncode == 2 and "smoke | tests [quick|compiled|all] | full" in r.stderr
+    r = _session(ROOT, "tests", "everything")
+    assert r.returncode == 2 and "tests [quick|compiled|all]" in r.stderr
+
+
+def test_a_call_without_wheels_fails_at_once_with_its_reason_and_its_log_comes_back(tmp_path, project):
+    res, out = tmp_path / "host" / "res", tmp_path / "out"
+    t0 = time.monotonic()
+    r = _session(project, "smoke", GPU_SESSION_RES=str(res), OUT=str(out))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "START FAILED (wheels): no .whl/COMMIT" in r.stdout and "exit 2" in r.stdout
+    assert time.monotonic() - t0 < 20                                # no waiting on a run that never started
+    assert "START FAILED (wheels)" in (out / "log.txt").read_text()
+    assert "commit=unknown rc=2" in (res / "CALL").read_text()
+
+
+def test_the_summary_names_each_planned_part_and_what_the_deadline_cut(tmp_path, monkeypatch):
+    from perflab.runner import window
+
+    run = tmp_path / "res" / "h100" / "abc1234"
+    monkeypatch.setenv(window.WINDOW_ENV, "smoke-1")
+    window.plan(run, ["tests-quick", "01_profile_probe1d", "02_slab_stats", "03_eval"])
+    window.record(run, "tests-quick", "ok", 31.0, "13 passed in 30.0s")
+    window.record(run, "01_profile_probe1d", "skipped", 0.0, "ok earlier at this commit")
+    window.record(run, "02_slab_stats", "ok", 40.2)
+    rc, text = window.summary(tmp_path / "res", "smoke-1")
+    assert rc == 3, text                                             # 03 never reported: cut by the deadline
+    lines = {line.split()[0]: line.split()[1] for line in text.splitlines()[2:-1]}
+    assert lines == {"tests-quick": "ok", "01_profile_probe1d": "skipped", "02_slab_stats": "ok", "03_eval": "cut"}
+    window.record(run, "03_eval", "failed", 12.0, "FAILED at cell 4")
+    assert window.summary(tmp_path / "res", "smoke-1")[0] == 1
+    assert window.summary(tmp_path / "res", "smoke-2")[0] == 2       # another call's rows are not this one's
+    monkeypatch.setenv(window.WINDOW_ENV, "smoke-2")
+    window.plan(run, ["03_eval"])
+    window.record(run, "03_eval", "ok", 50.0)
+    assert window.summary(tmp_path / "res", "smoke-2") == (0, window.summary(tmp_path / "res", "smoke-2")[1])
 
 
 @pytest.mark.parametrize("preset", ["gpu-smoke", "gpu"])

@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="notebook names or unique prefixes (default: all)")
     p.add_argument("--params", dest="preset", default="gpu-smoke", help="preset (default: gpu-smoke; gpu: full size)")
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", type=Path, default=None, help="default: outputs/<gpu kind>/<commit>/")
+    p.add_argument("--out", type=Path, default=None, help="default: <root>/<gpu kind>/<commit>/")
+    p.add_argument("--root", type=Path, default=None, help="where the run folder goes (default: outputs/)")
     p.add_argument("--no-tests", action="store_true", help="skip pytest -m gpu")
     p.add_argument("--redo", action="store_true",
                    help="run again what already ran ok in the folder at this commit (tests and notebooks)")
@@ -214,7 +215,8 @@ def cmd_gpu_check(args) -> int:
 
     return gpucheck.check(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                           p_dir=args.params_dir, out=args.out, redo=args.redo, no_tests=args.no_tests,
-                          kernel_name=args.kernel, progress=not args.no_progress, cell_timeout=args.cell_timeout)
+                          kernel_name=args.kernel, progress=not args.no_progress, cell_timeout=args.cell_timeout,
+                          root=args.root)
 
 
 def cmd_new(args) -> int:

@@ -3,11 +3,12 @@
     perflab gpu-check                        # pytest -m gpu, then all six notebooks on params/gpu-smoke/
     perflab gpu-check 03 05 06 --params gpu  # the full GPU presets of some notebooks (no tests: --no-tests)
 
-It writes one folder, `outputs/<gpu kind>/<commit>/` unless `--out` says otherwise: `gpu-tests.txt` and
-`gpu-tests.xml` (pytest's output and JUnit file), the notebooks' results, plots and executed copies as
-`perflab run` writes them, and `REPORT.md`, which leads with the GPU tests' summary. The commit is the project's
-(`perflab.kit.env.git_commit`: $PERFLAB_COMMIT where the tree is a copy without .git). On a host whose commands are cut
-at a few minutes, `tools/gpu-session.sh` starts this detached and collects the folder.
+It writes one folder, `<root>/<gpu kind>/<commit>/` (root: `outputs/`, `--root`) unless `--out` says otherwise:
+`gpu-tests.txt` and `gpu-tests.xml` (pytest's output and JUnit file), the notebooks' results, plots and executed copies
+as `perflab run` writes them, `REPORT.md`, which leads with the GPU tests' summary, and `window.jsonl` (each part's
+outcome, call by call: `perflab.runner.window`). The commit is the project's (`perflab.kit.env.git_commit`:
+$PERFLAB_COMMIT where the tree is a copy without .git). On a host whose commands are cut at 10 minutes,
+`tools/gpu-session.sh` runs this in one call to a deadline and packs the folder.
 
 Resumable, notebook by notebook: run again on the same folder, it skips each notebook whose latest execution there
 with the same parameters at this commit ended ok (`finished`), and the GPU tests when the last run of them there
@@ -17,13 +18,13 @@ to `<folder>/compile-cache/` (TORCHINDUCTOR_CACHE_DIR, unless set already), so a
 back finds the kernels already compiled.
 
 The GPU tests come in two parts on a host lent for minutes ($PERFLAB_GPU_TESTS; unset: all of them in one run):
-"quick" (`QUICK_GPU_TESTS`: eager code on CUDA, no inductor compile, no subprocess; `tools/gpu-session.sh start smoke`
+"quick" (`QUICK_GPU_TESTS`: eager code on CUDA, no inductor compile, no subprocess; `tools/gpu-session.sh smoke`
 runs them with the smoke notebooks) and "compiled" (every other `-m gpu` test: inductor's kernels, CUDA graphs,
-torchrun, the new study, nbval; `start tests`, or `start full --tests NAME ...`). Each part keeps its own log
+torchrun, the new study, nbval; `tools/gpu-session.sh tests`, or `full --tests NAME ...`). Each part keeps its own log
 (`gpu-tests-quick.txt`, ...), is skipped once it passed at this commit, and REPORT.md leads with every part's outcome
 found in the folder (params/gpu-smoke/ESTIMATE.md: why the split, and the windows).
 
-    python -m perflab.runner.gpucheck tests --out DIR             # the GPU tests alone (tools/gpu-session.sh start tests)
+    python -m perflab.runner.gpucheck tests --root DIR            # the GPU tests alone (tools/gpu-session.sh tests)
     python -m perflab.runner.gpucheck wheels .whl                 # one version of each wheel (tools/gpu-session.sh prepare)
     python -m perflab.runner.gpucheck pack-cache /tmp/res OUT     # the folder's compile caches into OUT/cache*.tgz
 """
@@ -38,6 +39,7 @@ import sys
 from pathlib import Path
 
 from ..kit.paths import repo_root
+from . import window
 
 TESTS_HEADER = "## GPU tests (`pytest -m gpu`)"
 CACHE_DIR = "compile-cache"  # in the run folder: inductor's FX graph and AOT caches, Triton's kernels
@@ -76,10 +78,10 @@ def gpu_kind() -> str:
     return r.stdout.strip()
 
 
-def default_out(kind: str, commit: dict) -> Path:
-    """outputs/<gpu kind>/<short commit>[-dirty]/ ("unknown-commit" when the commit cannot be told)."""
+def default_out(kind: str, commit: dict, root: Path | None = None) -> Path:
+    """<root>/<gpu kind>/<short commit>[-dirty]/ ("unknown-commit" when the commit cannot be told); root: outputs/."""
     sha = (commit["commit"][:7] if commit.get("commit") else "unknown-commit") + ("-dirty" if commit.get("dirty") else "")
-    return repo_root() / "outputs" / kind / sha
+    return Path(root or repo_root() / "outputs") / kind / sha
 
 
 def commit_label(commit: dict) -> str:
@@ -253,19 +255,42 @@ def lead_report(report: Path, rc: int, summary: str) -> None:
     report.write_text(head + body)
 
 
-def tests_alone(out: Path, redo: bool = False) -> int:
-    """The GPU tests ($PERFLAB_GPU_TESTS's part) into the run folder `out` without the notebooks (`tools/
-    gpu-session.sh start tests`): skipped when they passed there at this commit, compile caches in the folder's
-    compile-cache/, REPORT.md led by them. -> pytest's exit status (0 when skipped)."""
+def tests_part_name() -> str:
+    """The GPU tests' row in window.jsonl: "tests-quick", "tests-compiled" or "tests-all"."""
+    return f"tests-{test_part() or 'all'}"
+
+
+def tests_step(out: Path, commit: dict, redo: bool, no_tests: bool) -> tuple[int, str]:
+    """The GPU tests of this call, or an earlier pass at this commit, recorded in window.jsonl. -> (rc, line)"""
+    import time
+
+    t0 = time.perf_counter()
+    passed = None if redo or no_tests else earlier_pass(out, commit)
+    if passed:
+        tests = 0, f"{passed} (an earlier run at this commit, kept in this folder; --redo runs them again)"
+        window.record(out, tests_part_name(), "skipped", 0.0, f"passed earlier at this commit: {passed}")
+    elif no_tests:
+        tests = earlier_tests(out)
+    else:
+        tests = run_gpu_tests(out, commit)
+        window.record(out, tests_part_name(), "failed" if tests[0] else "ok", time.perf_counter() - t0, tests[1])
+    print(f"gpu-check: GPU tests {tests[1]}", flush=True)
+    return tests
+
+
+def tests_alone(out: Path | None, redo: bool = False, root: Path | None = None) -> int:
+    """The GPU tests ($PERFLAB_GPU_TESTS's part) into the run folder `out` (default: <root>/<gpu kind>/<commit>/)
+    without the notebooks (`tools/gpu-session.sh tests`): skipped when they passed there at this commit, compile
+    caches in the folder's compile-cache/, REPORT.md led by them. -> pytest's exit status (0 when skipped)."""
     from ..kit.env import git_commit
 
-    commit, out = git_commit(), Path(out).resolve()
+    kind = gpu_kind()  # on a host without CUDA every GPU test would skip and "pass": refused instead
+    commit = git_commit()
+    out = Path(out or default_out(kind, commit, root)).resolve()
+    window.plan(out, [tests_part_name()])
     with compile_cache(out) as cache:
         print(f"gpu-check: compile caches in {cache} ({folder_mib(cache):.1f} MiB already there)", flush=True)
-        passed = None if redo else earlier_pass(out, commit)
-        tests = (0, f"{passed} (an earlier run at this commit, kept in this folder)") if passed else \
-            run_gpu_tests(out, commit)
-    print(f"gpu-check: GPU tests {tests[1]}", flush=True)
+        tests = tests_step(out, commit, redo, no_tests=False)
     lead_report(out / "REPORT.md", *tests)
     return tests[0]
 
@@ -381,35 +406,38 @@ def _write_tgz(name: Path, root: Path, entries: list[Path]) -> None:
 
 def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir: Path | None, p_dir: Path | None,
           out: Path | None, redo: bool, no_tests: bool, kernel_name: str | None, progress: bool,
-          cell_timeout: float | None) -> int:
+          cell_timeout: float | None, root: Path | None = None) -> int:
     """`perflab gpu-check`: the GPU tests (or an earlier pass at this commit), then the notebooks not already ok
-    here at this commit, then REPORT.md led by the tests' line. -> the exit status (0: all passed)"""
+    here at this commit, then REPORT.md led by the tests' line; each part's outcome in window.jsonl.
+    -> the exit status (0: all passed)"""
     from ..kit.env import git_commit
     from ..kit.paths import check_writable
     from . import catalog, report
 
-    kind = gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
+    # names, presets and parameters refused before CUDA is asked for (a rehearsal without a GPU gets this far)
     jobs = catalog.plan(names, preset=preset, overrides=overrides, nb_dir=nb_dir, p_dir=p_dir)
+    kind = gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
     commit = git_commit()
-    # names checked before anything runs; absolute: the notebooks' kernels start in their own folder
-    out = check_writable(out or default_out(kind, commit), "the results", "" if out else " (give --out DIR)")
+    # absolute: the notebooks' kernels start in their own folder
+    out = check_writable(out or default_out(kind, commit, root), "the results", "" if out else " (give --out DIR)")
     done = {} if redo else finished(out, jobs, commit)
     if not resumable(commit):
         print(f"gpu-check: commit {commit_label(commit)}: nothing earlier is taken as done", flush=True)
+    window.plan(out, ([] if no_tests else [tests_part_name()]) + [name for name, _, _ in jobs])
     with compile_cache(out) as cache:
         print(f"gpu-check: compile caches in {cache} ({folder_mib(cache):.1f} MiB already there)", flush=True)
-        passed = None if redo or no_tests else earlier_pass(out, commit)
-        if passed:
-            tests = 0, f"{passed} (an earlier run at this commit, kept in this folder; --redo runs them again)"
-        else:
-            tests = earlier_tests(out) if no_tests else run_gpu_tests(out, commit)
-        print(f"gpu-check: GPU tests {tests[1]}", flush=True)
+        tests = tests_step(out, commit, redo, no_tests)
+        for name, run_id in done.items():
+            window.record(out, name, "skipped", 0.0, f"ok earlier at this commit (run {run_id}); --redo runs it")
         if done:
             print("gpu-check: skipped, already ok here at this commit with these parameters (--redo runs them "
                   "again): " + ", ".join(f"{name} (run {run_id})" for name, run_id in done.items()), flush=True)
         todo = [job for job in jobs if job[0] not in done]
         outcomes, stop = catalog.run_all(todo, out, preset=preset, p_dir=p_dir, kernel_name=kernel_name,
                                          progress=progress, cell_timeout=cell_timeout)
+        for o in outcomes:
+            status = {"ok": "ok", "interrupted": "cut"}.get(o.status, "failed")
+            window.record(out, o.name, status, o.seconds, "" if o.ok else o.describe().split(": ", 1)[1])
     rc = catalog.run_summary(outcomes, stop, todo, out, report.write(out))  # the notebooks' REPORT.md
     lead_report(out / "REPORT.md", *tests)
     print(f"gpu-check: {out / 'REPORT.md'}")
@@ -429,11 +457,16 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--limit-mib", type=float, default=16.0)
     c.add_argument("--parts", type=int, default=2)
     t = sub.add_parser("tests", help="the GPU tests alone ($PERFLAB_GPU_TESTS's part) into a run folder")
-    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--out", type=Path, default=None, help="the run folder (default: <root>/<gpu kind>/<commit>/)")
+    t.add_argument("--root", type=Path, default=None, help="where the run folders go (default: outputs/)")
     t.add_argument("--redo", action="store_true", help="run them even if they passed there at this commit")
     args = ap.parse_args(argv)
     if args.cmd == "tests":
-        return tests_alone(args.out, args.redo)
+        try:
+            return tests_alone(args.out, args.redo, args.root)
+        except NoGPU as e:
+            print(f"gpu-check tests: {e}", file=sys.stderr)
+            return 2
     if args.cmd == "wheels":
         found, dups = wheel_versions(args.folder), duplicate_wheels(args.folder)
         for name, files in dups.items():
