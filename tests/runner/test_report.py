@@ -288,3 +288,35 @@ def test_a_run_outside_git_says_so_in_the_environment_table(tmp_path):
     log.check("equal", True)
     [row] = _table(_section(build(tmp_path), "Environment"))
     assert row[4:] == ["not a git checkout", "-"]
+
+
+def _texts(fig) -> str:
+    return "\n".join([ax.get_title(loc="left") for ax in fig.axes]
+                     + [t.get_text() for ax in fig.axes for t in [ax.xaxis.label, ax.yaxis.label, *ax.texts]])
+
+
+def test_a_sweeps_claims_figure_reads_alone_and_its_tables_name_each_point(tmp_path):
+    from perflab.runner.report import _study_section, sweep_claims_figure
+
+    long_claim = ("The optimized evaluation is at least 3x faster than the baseline per candidate, at steady state, "
+                  "compiled and captured, on the GPU preset's batch")
+    rows = []
+    for batch, (v, lo, hi, verdict) in {64: (2.1, 1.9, 2.3, "does not hold"), 512: (4.5, 4.1, 4.9, "holds")}.items():
+        log = _log(tmp_path, "03_eval", run_id=f"r{batch}", params={"batch": batch})
+        rows.append(log.append("claim", key="speed", claim=long_claim, claimed=">= 3x", measured=f"{v}x",
+                               verdict=verdict, rule=">= 3", value=v, low=lo, high=hi, at_least=3.0,
+                               quantity="times faster", sweep_point=f"batch={batch}"))
+        _timing(log, "step", "B", "baseline", 2e-3 * batch / 64)
+        _timing(log, "step", "B", "optimized", 1e-3)
+    for r in (rows := [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]):
+        r.setdefault("sweep_point", f"batch={r['params']['batch']}")
+    fig = sweep_claims_figure(rows, "batch", {"batch": [64, 512]})
+    text = _texts(fig)
+    assert long_claim[:60] in text.replace("\n", " ") and "compiled and captured" in text.replace("\n", " ")  # whole
+    assert "2.1 [1.9, 2.3] does not hold" in text and "4.5 [4.1, 4.9] holds" in text and "threshold >= 3" in text
+    assert fig.axes[0].get_yscale() == "log" and fig.axes[0].get_xlabel() == "batch"
+    fig.savefig(tmp_path / "f.png")  # renders
+    timings = _table(_study_section("03_eval", "03_eval", None, rows, tmp_path).split("### Timings", 1)[1])
+    # each row names its point, and the speedup compares within the point (2.00x at 64, 16.0x at 512)
+    assert [(r[0], r[3], r[8]) for r in timings if r[3] == "optimized"] == [("batch=64", "optimized", "2.00x"),
+                                                                              ("batch=512", "optimized", "16.0x")]

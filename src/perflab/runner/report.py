@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from pathlib import Path
 
 from ..kit.formatting import SPEEDUP_NOTE, fmt_seconds, reference_rows, short, sig, speedup_text
@@ -30,7 +31,7 @@ from ..kit.results import executions, latest, latest_judged, read_rows
 from ..kit.verdicts import VERDICTS
 
 ENV_KEYS = ("host", "device_name", "torch", "cuda", "commit", "dirty")
-CONTEXT_SKIP = {"study", "kind", "metric", "value", "unit", "params", "params_set", "env", "run_id"}
+CONTEXT_SKIP = {"study", "kind", "metric", "value", "unit", "params", "params_set", "env", "run_id", "sweep_point"}
 
 
 def _md_table(header: list[str], rows: list[list]) -> str:
@@ -290,14 +291,17 @@ def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str) -> 
 # ---- one study's section ------------------------------------------------------------------------
 
 def _timings(meas: list[dict]) -> str:
-    refs = reference_rows([((r.get("label") or "", r["env"].get("device_name")), r.get("sub_label") or "", _impl(r))
-                           for r in meas])
-    rows = [[r.get("label", ""), r.get("sub_label", ""), _impl(r), fmt_seconds(r["median_s"]),
+    point = any(r.get("sweep_point") for r in meas)  # a sweep's rows: each names its point, compared within it
+    refs = reference_rows([((r.get("label") or "", r["env"].get("device_name"), r.get("sweep_point") or ""),
+                            r.get("sub_label") or "", _impl(r)) for r in meas])
+    rows = [[r.get("sweep_point", "")] * point + [
+             r.get("label", ""), r.get("sub_label", ""), _impl(r), fmt_seconds(r["median_s"]),
              fmt_seconds(r["iqr_s"]), f"{fmt_seconds(r['p20_s'])} - {fmt_seconds(r['p80_s'])}", r["n"],
              "" if ref is None else speedup_text(meas[ref]["median_s"], r["median_s"], ref == i),
              r["env"].get("device_name", "")] for i, (r, ref) in enumerate(zip(meas, refs))]
     return ("### Timings (median, IQR, p20-p80 over timed blocks)\n"
-            + _md_table(["benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "speedup", "device"], rows)
+            + _md_table(["point"] * point + ["benchmark", "case", "impl", "median", "IQR", "p20-p80", "n", "speedup",
+                                             "device"], rows)
             + f"\n\n{SPEEDUP_NOTE}.")
 
 
@@ -340,15 +344,17 @@ def _study_section(title: str, study: str, run_id: str | None, rows: list[dict],
     if kinds["measurement"]:
         parts.append(_timings(kinds["measurement"]))
     if kinds["value"]:
+        point = any(r.get("sweep_point") for r in kinds["value"])
         parts.append("### Values\n" + _md_table(
-            ["metric", "value", "unit", "context", "device"],
-            [[r["metric"], sig(r["value"]), r.get("unit", ""),
+            ["point"] * point + ["metric", "value", "unit", "context", "device"],
+            [[r.get("sweep_point", "")] * point + [r["metric"], sig(r["value"]), r.get("unit", ""),
               ", ".join(f"{k}={short(v)}" for k, v in r.items() if k not in CONTEXT_SKIP and v not in ("", None)),
               r["env"].get("device_name", "")] for r in kinds["value"]]))
     if kinds["check"]:
+        point = any(r.get("sweep_point") for r in kinds["check"])
         parts.append("### Checks\n" + _md_table(
-            ["check", "result", "detail"],
-            [[r["name"], "pass" if r["passed"] else "**FAIL**",
+            ["point"] * point + ["check", "result", "detail"],
+            [[r.get("sweep_point", "")] * point + [r["name"], "pass" if r["passed"] else "**FAIL**",
               r.get("detail", "") if r["passed"] or not r.get("detail") else f"**{r['detail']}**"]
              for r in kinds["check"]]))
     for r in kinds["note"]:
@@ -366,6 +372,8 @@ def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from ..kit.claims import _wrap
 
     kind = "measurement" if any(r["kind"] == "measurement" for r in rows) else "value"
     others = [k for k in grid if k != param]
@@ -394,7 +402,7 @@ def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list
     for name, pts in list(series.items())[:12]:
         pts.sort(key=lambda t: order.get(json.dumps(t[0]), 0))
         xs = [x if numeric else order.get(json.dumps(x), 0) for x, _ in pts]
-        ax.plot(xs, [y for _, y in pts], marker="o", label=name[:60])
+        ax.plot(xs, [y for _, y in pts], marker="o", label=_wrap(name, 60))  # wrapped, never cut
     if not numeric:
         ax.set_xticks(range(len(grid[param])), [str(v) for v in grid[param]])
     elif min(grid[param]) > 0 and max(grid[param]) / min(grid[param]) >= 8:
@@ -411,6 +419,86 @@ def sweep_plot(out_dir: Path, rows: list[dict], param: str, grid: dict[str, list
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
+    """Each claim measured in a sweep, on a panel of its own: its value and interval (coloured by verdict) at each
+    value of `param`, the threshold as a black line (a `partly` one dashed), log scale where the claim is a ratio,
+    each point's value and verdict printed beside it and the claim's full text on top, so the figure reads without
+    the table. A line per combination of the other swept parameters. -> Figure, or None when no claim was drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..kit.claims import COLORS, _num, _ratio_scale, _wrap, read_row
+
+    others = [k for k in grid if k != param]
+    by_claim: dict[str, list] = {}
+    text: dict[str, str] = {}
+    for r in rows:
+        if r["kind"] != "claim" or param not in (r.get("params") or {}) or not drawable(r):
+            continue
+        nums = read_row(r)
+        if "value" not in nums or r.get("verdict") == "not tested here":
+            continue
+        key = r.get("key") or r["claim"]
+        text[key] = r["claim"]
+        series = ", ".join(f"{k}={r['params'].get(k)}" for k in others)
+        by_claim.setdefault(key, []).append((series, r["params"][param], nums, r["verdict"]))
+    if not by_claim:
+        return None
+    values = list(grid[param])
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    order = {json.dumps(v): i for i, v in enumerate(values)}
+    fig, axes = plt.subplots(len(by_claim), 1, figsize=(8, 0.8 + 2.6 * len(by_claim)), squeeze=False)
+    for ax, (key, pts) in zip(axes[:, 0], by_claim.items()):
+        names = list(dict.fromkeys(s for s, *_ in pts))
+        n0 = pts[0][2]
+        thr = n0["at_least"] if n0.get("at_least") is not None else n0["at_most"]
+        log = all(_ratio_scale({k: v for k, v in n.items() if k in ("value", "low", "high", "at_least", "at_most")})
+                  for _, _, n, _ in pts)
+        for j, name in enumerate(names):
+            mine = sorted((p for p in pts if p[0] == name), key=lambda p: order.get(json.dumps(p[1]), 0))
+            xs = [(x if numeric else order.get(json.dumps(x), 0)) for _, x, _, _ in mine]
+            if not numeric and len(names) > 1:
+                xs = [x + (j - (len(names) - 1) / 2) * 0.08 for x in xs]  # side by side, not on top of each other
+            ax.plot(xs, [n["value"] for _, _, n, _ in mine], color="#9e9e9e", lw=0.8, zorder=1,
+                    label=name or None)
+            for x, (_, _, n, verdict) in zip(xs, mine):
+                color = COLORS.get(verdict, "black")
+                lo = n["low"] if math.isfinite(n["low"]) else n["value"]
+                hi = n["high"] if math.isfinite(n["high"]) else n["value"]
+                ax.errorbar([x], [n["value"]], yerr=[[n["value"] - lo], [hi - n["value"]]], fmt="o", color=color,
+                            mec="black", mew=0.5, capsize=3, zorder=2)
+                ax.annotate(f"{_num(n['value'])} [{_num(n['low'])}, {_num(n['high'])}] {verdict}", (x, n["value"]),
+                            textcoords="offset points", xytext=(6, 4), fontsize=6.5)
+        ax.axhline(thr, color="black", lw=1.1)
+        rule = pts[0][2].get("rule") or (f">= {_num(thr)}" if n0.get("at_least") is not None else f"<= {_num(thr)}")
+        ax.annotate(f"threshold {rule}", (0, thr), xycoords=("axes fraction", "data"), textcoords="offset points",
+                    xytext=(2, 3), fontsize=6.5)
+        if n0.get("partly") is not None:
+            ax.axhline(n0["partly"], color="#f9a825", lw=1.0, ls="--")
+        if log:
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _num(y)))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.margins(x=0.25)  # room for the printed values beside the last point
+        if not numeric:
+            ax.set_xticks(range(len(values)), [str(v) for v in values])
+        elif min(values) > 0 and max(values) / min(values) >= 8:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(values, [str(v) for v in values])
+        ax.set_xlabel(param)
+        ax.set_ylabel(pts[0][2].get("quantity") or "measured")
+        ax.set_title(_wrap(text[key], 110), fontsize=8, loc="left")
+        if any(names):
+            ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
 
 
 def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
@@ -431,6 +519,13 @@ def _sweep_section(out_dir: Path, rows: list[dict]) -> str:
             points.append([d.name, shown, fmt_seconds(st.get("seconds") or 0), st.get("error") or "", earlier])
     parts.append(_md_table(["point", "status", "time", "error", "earlier attempts"], points))
     for param in grid:
+        fig = sweep_claims_figure(rows, param, grid)
+        if fig is not None:
+            import matplotlib.pyplot as plt
+
+            fig.savefig(out_dir / f"sweep_claims_{param}.png", dpi=110)
+            plt.close(fig)
+            parts.append(f"![the claims over {param}](sweep_claims_{param}.png)")
         path = sweep_plot(out_dir, [r for r in rows if r["kind"] != "run"], param, grid)
         if path:
             parts.append(f"![sweep over {param}]({path.name})")
