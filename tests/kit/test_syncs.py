@@ -127,3 +127,54 @@ def test_host_operands_on_a_device_without_data():
         torch.where(x > 0, x, torch.tensor(0.0))            # the same inside where
         x.copy_(torch.ones(8))                              # a copy from the host
     assert c.by_op == {"add": 1, "where": 1, "copy_": 1}, c.by_op
+
+
+# One call per entry of the counter's table, each counted by a test of its own: an op dropped from the table (a user's
+# study calling it would be reported sync-free) fails here by name.
+_x, _i = torch.randn(8), torch.tensor(3)
+ALWAYS_CALLS = {
+    (torch.Tensor.item, "item"): lambda: _x[0].item(),
+    (torch.Tensor.tolist, "tolist"): lambda: _x.tolist(),
+    (torch.Tensor.cpu, "cpu"): lambda: _x.cpu(),
+    (torch.Tensor.numpy, "numpy"): lambda: _x.numpy(),
+    (torch.Tensor.__bool__, "__bool__"): lambda: bool(_x[0] > 0),
+    (torch.Tensor.__float__, "__float__"): lambda: float(_x[0]),
+    (torch.Tensor.__int__, "__int__"): lambda: int(_i),
+    (torch.Tensor.__index__, "__index__"): lambda: [0, 1, 2, 3, 4][_i],
+    (torch.Tensor.__complex__, "__complex__"): lambda: complex(_x[0]),
+    (torch.Tensor.__repr__, "__repr__"): lambda: repr(_x),
+    (torch.Tensor.__format__, "__format__"): lambda: f"{_x[0]:.3f}",
+    (torch.Tensor.__array__, "__array__"): lambda: _x.__array__(),
+    (torch.unique, "unique"): lambda: torch.unique(_x),
+    (torch.Tensor.unique, "unique"): lambda: _x.unique(),
+    (torch.unique_consecutive, "unique_consecutive"): lambda: torch.unique_consecutive(_x),
+    (torch.Tensor.unique_consecutive, "unique_consecutive"): lambda: _x.unique_consecutive(),
+    (torch.nonzero, "nonzero"): lambda: torch.nonzero(_x),
+    (torch.Tensor.nonzero, "nonzero"): lambda: _x.nonzero(),
+    (torch.argwhere, "argwhere"): lambda: torch.argwhere(_x),
+    (torch.Tensor.argwhere, "argwhere"): lambda: _x.argwhere(),
+    (torch.masked_select, "masked_select"): lambda: torch.masked_select(_x, _x > 0),
+    (torch.Tensor.masked_select, "masked_select"): lambda: _x.masked_select(_x > 0),
+    (torch.bincount, "bincount"): lambda: torch.bincount(_i.view(1)),
+    (torch.Tensor.bincount, "bincount"): lambda: _i.view(1).bincount(),
+    (torch.equal, "equal"): lambda: torch.equal(_x, _x),
+    (torch.Tensor.equal, "equal"): lambda: _x.equal(_x),
+    (torch.allclose, "allclose"): lambda: torch.allclose(_x, _x),
+    (torch.Tensor.allclose, "allclose"): lambda: _x.allclose(_x),
+    (torch.is_nonzero, "is_nonzero"): lambda: torch.is_nonzero(_i),
+    (torch.Tensor.is_nonzero, "is_nonzero"): lambda: _i.is_nonzero(),
+}
+
+
+def test_every_op_of_the_table_has_a_call_below():
+    from perflab.kit.syncs import _ALWAYS
+
+    public = {(f, n) for f, n in _ALWAYS.items() if not getattr(f, "__name__", "").startswith("_unique")}
+    assert public == set(ALWAYS_CALLS), public ^ set(ALWAYS_CALLS)
+
+
+@pytest.mark.parametrize("op, call", list(ALWAYS_CALLS.items()), ids=lambda v: v[1] if isinstance(v, tuple) else "")
+def test_each_syncing_op_is_counted_by_name(op, call):
+    with count_host_syncs() as c:
+        call()
+    assert c.by_op[op[1]] >= 1 and set(c.by_op) <= {op[1], "__repr__", "__format__", "item", "__float__"}, c.by_op
