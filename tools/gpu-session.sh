@@ -21,7 +21,10 @@
 # Each call ends by $GPU_SESSION_DEADLINE seconds (540: 60 s under the command's limit) with the summary (per test
 # part and notebook: ok / failed / skipped / cut, seconds) and its exit status: 0 all ok or skipped, 1 a part failed,
 # 2 the start failed (wheels, kernel, imports, no CUDA: the reason on the lines above), 3 a part was cut by the
-# deadline (the next call goes on from there). $OUT gets res.tgz (the run folders: results, REPORT.md, window.jsonl),
+# deadline (the next call goes on from there). Nothing can hold the machine past the deadline: each notebook cell and
+# each GPU test has a limit sized from the estimate (perflab.runner.window: papermill's execution_timeout,
+# perflab.runner.testguard), a notebook whose estimate does not fit in what is left is not started, the one running
+# at the runner's deadline is stopped at its cell, and timeout(1) stops the runner 15 s later. $OUT gets res.tgz (the run folders: results, REPORT.md, window.jsonl),
 # log.txt (this call's log) and cache*.tgz (compile caches, newest first, each under the 16 MiB a file that comes
 # back). The call first unpacks .gpu-res/ (the last call's, never over newer files), so every notebook (and test
 # part) finished at this commit is skipped and the one a deadline cut runs again (`--redo`: everything again).
@@ -108,9 +111,10 @@ call() {  # one step of a window, start to summary: smoke | tests [PART] | full 
     || fail imports "$(tail -1 "$log")"
   local left=$((DEADLINE - PACK_S - (SECONDS - t0)))
   [ "$left" -gt 30 ] || fail time "only $left s left for the runner after the start"
-  say "started; the runner is stopped at $((SECONDS - t0 + left)) s"
+  say "started; the runner stops by itself at $((SECONDS - t0 + left - 15)) s, and is stopped at $((SECONDS - t0 + left)) s"
   set -o pipefail
-  (cd "$WORK" && timeout -s INT -k 20 "$left" "$PY" -m "${args[@]}") 2>&1 | tee -a "$log"
+  # the runner's own deadline 15 s before timeout(1)'s SIGINT: it cuts what would not end, packs nothing itself
+  (cd "$WORK" && timeout -s INT -k 20 "$left" "$PY" -m "${args[@]}" --deadline $((left - 15))) 2>&1 | tee -a "$log"
   local rc=$?
   set +o pipefail
   [ "$rc" = 124 ] && say "the deadline stopped the runner ($left s): what finished is packed"

@@ -12,7 +12,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 # the runner, bottom to top: each may import the modules before it (and the kit), never one after it
-RUNNER = ["execute", "schemas", "catalog", "new", "sweep_dir", "slurm", "sweep", "report", "compare", "battery", "simulate",
+RUNNER = ["testguard", "execute", "schemas", "catalog", "new", "sweep_dir", "slurm", "sweep", "report", "compare", "battery", "simulate",
           "window", "gpucheck", "cli"]
 
 

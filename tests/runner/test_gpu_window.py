@@ -242,7 +242,7 @@ def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_p
         "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
     (out / "REPORT.md").write_text(f"{gpucheck.TESTS_HEADER}\n\npassed (quick part): 13 passed\n\n# perflab report\nbody\n")
 
-    def fake(out, commit):
+    def fake(out, commit, **kw):
         ran.append(gpucheck.test_part())
         gpucheck.test_log(out).write_text(gpucheck._header(commit, "compiled") + "== 12 passed in 250.0s ==\n")
         return 0, "12 passed in 250.0s"

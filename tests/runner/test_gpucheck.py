@@ -1,6 +1,7 @@
 """`perflab gpu-check` (issue 21 part 5): what a CPU can check of the command for a lent GPU."""
 import os
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -114,7 +115,7 @@ def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkey
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # as torch leaves it once it asked (plan does)
     monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "a" * 40, "dirty": False})
 
-    def fake_tests(out, commit):
+    def fake_tests(out, commit, **kw):
         ran.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
         out.mkdir(parents=True, exist_ok=True)
         (out / "gpu-tests.txt").write_text(f"perflab gpu-check: pytest -m gpu at commit {'a' * 40}\n== 3 passed in 1.0s ==\n")
@@ -146,3 +147,65 @@ def test_the_notebook_kernels_keep_their_compile_caches_in_the_run_folder(tmp_pa
                       for o in c.get("outputs", []))
     assert f"cache: {out / gpucheck.CACHE_DIR}\n" in printed, printed
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
+
+
+# ---- a hard stop for everything (issue 38 item 2): a test's limit, a cell's limit, the call's deadline -----------
+
+def test_a_test_over_its_limit_fails_and_the_run_goes_on(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_hang.py").write_text("import time\n\ndef test_hangs():\n    time.sleep(30)\n\n"
+                                           "def test_after():\n    pass\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "perflab.runner.testguard",
+                        "test_hang.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PERFLAB_TEST_TIMEOUT": "1"})
+    assert r.returncode == 1 and "1 failed, 1 passed" in r.stdout, r.stdout + r.stderr
+    assert "over the per-test limit of 1 s" in r.stdout
+
+
+def test_the_limits_are_sized_from_the_estimate_and_capped_by_the_deadline():
+    from perflab.runner import window
+
+    assert window.cell_timeout("gpu-smoke", ["03_eval", "06_latentwire_amp"]) == \
+        window.CELL_FACTOR * window.SMOKE_S["06_latentwire_amp"]
+    assert window.cell_timeout("gpu-smoke", ["tiny"]) is None                   # nothing estimated: no limit of its own
+    assert window.test_timeout("quick") >= window.MIN_TEST_S
+    assert window.test_timeout("compiled") == window.TESTS_S["compiled"]
+    assert window.Deadline(None).cap(120) == 120 and window.Deadline(None).cap(None) is None
+    assert window.Deadline(30).cap(120) <= 30 and window.Deadline(30).cap(None) <= 30
+
+
+def test_a_notebook_whose_estimate_does_not_fit_is_not_started(tmp_path, monkeypatch):
+    from perflab.runner import catalog, window
+
+    monkeypatch.setenv(window.WINDOW_ENV, "w1")
+    monkeypatch.setattr(window, "notebook_estimate", lambda preset, name: 1000)
+    jobs = catalog.plan(["tiny"], preset=None, overrides=[], nb_dir=FIXTURES, p_dir=None)
+    outcomes, cut = gpucheck.notebooks_step(jobs, tmp_path / "k" / "c", window.Deadline(100), cell_timeout=None,
+                                            preset=None, p_dir=None, kernel_name=None, progress=False)
+    assert outcomes == [] and cut == ["tiny"]
+    row = window.rows(tmp_path, "w1")[-1]
+    assert row["status"] == "cut" and "its estimate 1000 s" in row["note"]
+
+
+@pytest.mark.slow  # two notebook executions (~20 s on a loaded 2-core box)
+def test_a_cell_over_its_limit_fails_and_the_deadline_cuts_the_running_notebook(tmp_path, monkeypatch):
+    from perflab.runner import catalog, window
+
+    monkeypatch.setenv("SLEEPY_MARKER", str(tmp_path / "marker"))              # sleepy's cell 5 sleeps 120 s
+    monkeypatch.setenv(window.WINDOW_ENV, "w2")
+    sleepy = catalog.plan(["sleepy"], preset=None, overrides=[], nb_dir=FIXTURES.parent / "interrupt", p_dir=None)
+    tiny = catalog.plan(["tiny"], preset=None, overrides=[], nb_dir=FIXTURES, p_dir=None)
+    run = dict(preset=None, p_dir=None, kernel_name=None, progress=False)
+    out = tmp_path / "res" / "k" / "c"
+    outcomes, cut = gpucheck.notebooks_step(sleepy, out, window.Deadline(None), cell_timeout=3, **run)
+    assert cut == [] and outcomes[0].status == "failed" and outcomes[0].cell == 5, outcomes[0].describe()
+    t0 = time.monotonic()
+    outcomes, cut = gpucheck.notebooks_step(sleepy + tiny, out, window.Deadline(15), cell_timeout=None, **run)
+    assert outcomes == [] and cut == ["sleepy", "tiny"] and time.monotonic() - t0 < 60
+    rows = {r["part"]: r for r in window.rows(tmp_path / "res", "w2")}
+    assert rows["sleepy"]["status"] == "cut" and "stopped at the deadline, cell 5" in rows["sleepy"]["note"]
+    assert rows["tiny"]["note"] == "not started: the call's deadline came first"
+    statuses = [r.get("status") for r in read_rows(out / "results.jsonl") if r.get("study") == "sleepy"]
+    assert statuses[-1] == "interrupted"                                         # recorded at its cell, as Ctrl-C

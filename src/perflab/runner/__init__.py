@@ -1,5 +1,6 @@
 """The `perflab` command, bottom to top (each imports the kit, the studies and the modules before it):
 
+    testguard   a per-test time limit (a pytest plugin the GPU tests run under; imports nothing of perflab)
     execute     one notebook through papermill, and how it ended (ok, failed at a cell, interrupted)
     schemas     which parameter dataclass a notebook validates against (read from its code)
     catalog     the study notebooks: find, inspect, plan, run a set, refresh

@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", dest="assign", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, default=None, help="default: <root>/<gpu kind>/<commit>/")
     p.add_argument("--root", type=Path, default=None, help="where the run folder goes (default: outputs/)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="seconds from now: no notebook starts that its estimate says would not end by then, the one "
+                        "running then is stopped at its cell (cut); the per-cell limit, unless --cell-timeout, is "
+                        "sized from params/gpu-smoke/ESTIMATE.md")
     p.add_argument("--no-tests", action="store_true", help="skip pytest -m gpu")
     p.add_argument("--redo", action="store_true",
                    help="run again what already ran ok in the folder at this commit (tests and notebooks)")
@@ -216,7 +220,7 @@ def cmd_gpu_check(args) -> int:
     return gpucheck.check(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                           p_dir=args.params_dir, out=args.out, redo=args.redo, no_tests=args.no_tests,
                           kernel_name=args.kernel, progress=not args.no_progress, cell_timeout=args.cell_timeout,
-                          root=args.root)
+                          root=args.root, deadline=args.deadline)
 
 
 def cmd_new(args) -> int:

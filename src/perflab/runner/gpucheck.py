@@ -34,6 +34,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -123,21 +124,40 @@ def pytest_selection(part: str, tests: Path) -> list[str]:
     return [str(tests)] + ([f"--deselect={nodeid}" for nodeid in QUICK_GPU_TESTS] if part == "compiled" else [])
 
 
-def run_gpu_tests(out: Path, commit: dict, tests: Path | None = None) -> tuple[int, str]:
+CUT = 124  # the GPU tests' status when the call's deadline stopped them (timeout(1)'s)
+
+
+def run_gpu_tests(out: Path, commit: dict, tests: Path | None = None, *, test_timeout: float | None = None,
+                  deadline: window.Deadline | None = None) -> tuple[int, str]:
     """`pytest -m gpu` over the project's tests (this process's part of them, `test_part`), its output in
-    out/gpu-tests[-part].txt (after a first line naming the part and the commit) and the .xml beside it.
-    -> (pytest's exit status, its summary line)."""
+    out/gpu-tests[-part].txt (after a first line naming the part and the commit) and the .xml beside it; each test
+    stopped at `test_timeout` seconds (`perflab.runner.testguard`), the whole run at the deadline (SIGINT, so pytest
+    still writes its summary; killed 20 s later). -> (pytest's exit status, or CUT; its summary line)."""
     tests = tests or repo_root() / "tests"
     part, log_path = test_part(), test_log(out)
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", *pytest_selection(part, tests), "-p", "no:cacheprovider",
-           f"--junitxml={log_path.with_suffix('.xml')}"]
-    print("gpu-check:", " ".join(cmd[1:6]), f"({part} part)" if part else "", flush=True)
+           "-p", "perflab.runner.testguard", f"--junitxml={log_path.with_suffix('.xml')}"]
+    env = {**os.environ, **({"PERFLAB_TEST_TIMEOUT": f"{test_timeout:g}"} if test_timeout else {})}
+    left = (deadline or window.Deadline(None)).left()
+    print("gpu-check:", " ".join(cmd[1:6]), f"({part} part)" if part else "",
+          f"each test stopped at {test_timeout:g} s" if test_timeout else "", flush=True)
     with open(log_path, "w") as log:
         log.write(_header(commit, part))
         log.flush()
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=repo_root()).returncode
-    return rc, summary_line(log_path.read_text())
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=repo_root(), env=env)
+        try:
+            rc = p.wait(timeout=None if left == float("inf") else max(left, 1))
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGINT)  # pytest stops and writes its summary line
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            rc = CUT
+    line = summary_line(log_path.read_text())
+    return rc, (f"stopped by the call's deadline: {line}" if rc == CUT else line)
 
 
 def outcome(text: str) -> tuple[int, str]:
@@ -260,7 +280,8 @@ def tests_part_name() -> str:
     return f"tests-{test_part() or 'all'}"
 
 
-def tests_step(out: Path, commit: dict, redo: bool, no_tests: bool) -> tuple[int, str]:
+def tests_step(out: Path, commit: dict, redo: bool, no_tests: bool,
+               deadline: window.Deadline | None = None) -> tuple[int, str]:
     """The GPU tests of this call, or an earlier pass at this commit, recorded in window.jsonl. -> (rc, line)"""
     import time
 
@@ -272,13 +293,14 @@ def tests_step(out: Path, commit: dict, redo: bool, no_tests: bool) -> tuple[int
     elif no_tests:
         tests = earlier_tests(out)
     else:
-        tests = run_gpu_tests(out, commit)
-        window.record(out, tests_part_name(), "failed" if tests[0] else "ok", time.perf_counter() - t0, tests[1])
+        tests = run_gpu_tests(out, commit, test_timeout=window.test_timeout(test_part()), deadline=deadline)
+        status = "cut" if tests[0] == CUT else "failed" if tests[0] else "ok"
+        window.record(out, tests_part_name(), status, time.perf_counter() - t0, tests[1])
     print(f"gpu-check: GPU tests {tests[1]}", flush=True)
     return tests
 
 
-def tests_alone(out: Path | None, redo: bool = False, root: Path | None = None) -> int:
+def tests_alone(out: Path | None, redo: bool = False, root: Path | None = None, deadline: float | None = None) -> int:
     """The GPU tests ($PERFLAB_GPU_TESTS's part) into the run folder `out` (default: <root>/<gpu kind>/<commit>/)
     without the notebooks (`tools/gpu-session.sh tests`): skipped when they passed there at this commit, compile
     caches in the folder's compile-cache/, REPORT.md led by them. -> pytest's exit status (0 when skipped)."""
@@ -290,7 +312,7 @@ def tests_alone(out: Path | None, redo: bool = False, root: Path | None = None) 
     window.plan(out, [tests_part_name()])
     with compile_cache(out) as cache:
         print(f"gpu-check: compile caches in {cache} ({folder_mib(cache):.1f} MiB already there)", flush=True)
-        tests = tests_step(out, commit, redo, no_tests=False)
+        tests = tests_step(out, commit, redo, no_tests=False, deadline=window.Deadline(deadline))
     lead_report(out / "REPORT.md", *tests)
     return tests[0]
 
@@ -406,14 +428,17 @@ def _write_tgz(name: Path, root: Path, entries: list[Path]) -> None:
 
 def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir: Path | None, p_dir: Path | None,
           out: Path | None, redo: bool, no_tests: bool, kernel_name: str | None, progress: bool,
-          cell_timeout: float | None, root: Path | None = None) -> int:
+          cell_timeout: float | None, root: Path | None = None, deadline: float | None = None) -> int:
     """`perflab gpu-check`: the GPU tests (or an earlier pass at this commit), then the notebooks not already ok
-    here at this commit, then REPORT.md led by the tests' line; each part's outcome in window.jsonl.
-    -> the exit status (0: all passed)"""
+    here at this commit, then REPORT.md led by the tests' line; each part's outcome in window.jsonl. With `deadline`
+    (seconds from now) a notebook starts only if its estimate fits in what is left, and the one running at the
+    deadline is stopped at its cell ("cut"); `cell_timeout` None: sized from the estimate (`window.cell_timeout`).
+    -> the exit status (0: all passed, 1: a part failed, 3: the deadline cut a part)"""
     from ..kit.env import git_commit
     from ..kit.paths import check_writable
     from . import catalog, report
 
+    clock = window.Deadline(deadline)
     # names, presets and parameters refused before CUDA is asked for (a rehearsal without a GPU gets this far)
     jobs = catalog.plan(names, preset=preset, overrides=overrides, nb_dir=nb_dir, p_dir=p_dir)
     kind = gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
@@ -426,22 +451,52 @@ def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir:
     window.plan(out, ([] if no_tests else [tests_part_name()]) + [name for name, _, _ in jobs])
     with compile_cache(out) as cache:
         print(f"gpu-check: compile caches in {cache} ({folder_mib(cache):.1f} MiB already there)", flush=True)
-        tests = tests_step(out, commit, redo, no_tests)
+        tests = tests_step(out, commit, redo, no_tests, clock)
         for name, run_id in done.items():
             window.record(out, name, "skipped", 0.0, f"ok earlier at this commit (run {run_id}); --redo runs it")
         if done:
             print("gpu-check: skipped, already ok here at this commit with these parameters (--redo runs them "
                   "again): " + ", ".join(f"{name} (run {run_id})" for name, run_id in done.items()), flush=True)
         todo = [job for job in jobs if job[0] not in done]
-        outcomes, stop = catalog.run_all(todo, out, preset=preset, p_dir=p_dir, kernel_name=kernel_name,
-                                         progress=progress, cell_timeout=cell_timeout)
-        for o in outcomes:
-            status = {"ok": "ok", "interrupted": "cut"}.get(o.status, "failed")
-            window.record(out, o.name, status, o.seconds, "" if o.ok else o.describe().split(": ", 1)[1])
-    rc = catalog.run_summary(outcomes, stop, todo, out, report.write(out))  # the notebooks' REPORT.md
+        limit = cell_timeout or window.cell_timeout(preset, [name for name, _, _ in todo])
+        outcomes, cut = notebooks_step(todo, out, clock, preset=preset, p_dir=p_dir, kernel_name=kernel_name,
+                                       progress=progress, cell_timeout=limit)
+    rc = catalog.run_summary(outcomes, None, todo, out, report.write(out))  # the notebooks' REPORT.md
     lead_report(out / "REPORT.md", *tests)
     print(f"gpu-check: {out / 'REPORT.md'}")
-    return rc or (1 if tests[0] else 0)
+    if rc or tests[0] not in (0, CUT):
+        return 1
+    return 3 if cut or tests[0] == CUT else 0
+
+
+def notebooks_step(jobs: list, out: Path, clock: window.Deadline, *, cell_timeout: float | None,
+                   **run) -> tuple[list, list[str]]:
+    """The notebooks one by one before the deadline, each outcome in window.jsonl: one whose estimate does not fit
+    in what is left is not started, one running at the deadline is stopped at its cell; both "cut", and what
+    follows is not started. -> (the outcomes that ended, the names cut)"""
+    from . import catalog
+
+    outcomes, cut = [], []
+    for name, path, params in jobs:
+        need, left = window.notebook_estimate(run.get("preset"), name) or 0, clock.left()
+        if cut or left < need:
+            why = "not started: the call's deadline came first" if cut else \
+                f"not started: {left:.0f} s left before the deadline, its estimate {need:.0f} s"
+            print(f"gpu-check: {name}: {why}", flush=True)
+            window.record(out, name, "cut", 0.0, why)
+            cut.append(name)
+            continue
+        print(f"gpu-check: {name}, each cell stopped at {clock.cap(cell_timeout)} s", flush=True)
+        with clock.alarm():
+            done, stop = catalog.run_all([(name, path, params)], out, cell_timeout=clock.cap(cell_timeout), **run)
+        o = done[-1]
+        if stop is not None:
+            window.record(out, name, "cut", o.seconds, f"stopped at the deadline, {o.where()}")
+            cut.append(name)
+            continue
+        window.record(out, name, "ok" if o.ok else "failed", o.seconds, "" if o.ok else o.describe().split(": ", 1)[1])
+        outcomes.append(o)
+    return outcomes, cut
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -460,10 +515,11 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--out", type=Path, default=None, help="the run folder (default: <root>/<gpu kind>/<commit>/)")
     t.add_argument("--root", type=Path, default=None, help="where the run folders go (default: outputs/)")
     t.add_argument("--redo", action="store_true", help="run them even if they passed there at this commit")
+    t.add_argument("--deadline", type=float, default=None, help="seconds from now: stopped then, said so")
     args = ap.parse_args(argv)
     if args.cmd == "tests":
         try:
-            return tests_alone(args.out, args.redo, args.root)
+            return tests_alone(args.out, args.redo, args.root, args.deadline)
         except NoGPU as e:
             print(f"gpu-check tests: {e}", file=sys.stderr)
             return 2

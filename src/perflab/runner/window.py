@@ -8,12 +8,20 @@ first, then each test part and notebook: ok, failed, skipped, cut), and the call
 rows: a part planned but never reported was cut by the deadline.
 
     python -m perflab.runner.window summary /tmp/res --window ID   # the one-screen table a call ends with
+
+A hard stop for everything: the call's deadline (`Deadline`: a notebook is started only when its estimate fits in
+what is left, and one running at the deadline is stopped as Ctrl-C stops it, recorded at its cell), a limit per cell
+(papermill's execution_timeout) and per test (`perflab.runner.testguard`), both sized from the estimate.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 CALL_S = 600          # one command on the lent host, at most
@@ -21,6 +29,67 @@ DEADLINE_S = 540      # a call's whole run (start, run, pack) ends by then: 60 s
 WINDOW_ENV = "PERFLAB_WINDOW"   # the call's id (tools/gpu-session.sh sets it): rows of earlier calls are not this one's
 LOG = "window.jsonl"
 STATUSES = ("ok", "failed", "skipped", "cut")
+
+
+# Seconds on one H100, cold, by params/gpu-smoke/ESTIMATE.md (estimates: nothing has run on a GPU since 1a70d9c).
+SMOKE_S = {"01_profile_probe1d": 22, "02_slab_stats": 44, "03_eval": 50, "04_early_exit": 43, "05_vae_sync": 49,
+           "06_latentwire_amp": 60}
+FULL_S = {"01_profile_probe1d": 235, "02_slab_stats": 530, "03_eval": 285, "04_early_exit": 190, "05_vae_sync": 340,
+          "06_latentwire_amp": 510}
+TESTS_S = {"quick": 37, "compiled": 280, "": 317}
+CELL_FACTOR = 2.0     # a cell's limit: twice the largest estimate of a notebook in the call (a cell is at most its
+                      # notebook's whole work; twice: the estimates' error)
+MIN_TEST_S = 60.0     # a test's limit at least (the first test of a part pays CUDA's start)
+
+
+def notebook_estimate(preset: str | None, name: str) -> float | None:
+    """A notebook's estimated seconds on a preset (gpu-smoke, gpu), or None where nothing is estimated."""
+    return {"gpu-smoke": SMOKE_S, "gpu": FULL_S}.get(preset or "", {}).get(name)
+
+
+def cell_timeout(preset: str | None, names: list[str]) -> float | None:
+    """The per-cell limit for these notebooks: CELL_FACTOR x the largest estimate (None: no estimate for any)."""
+    found = [e for e in (notebook_estimate(preset, n) for n in names) if e]
+    return math.ceil(CELL_FACTOR * max(found)) if found else None
+
+
+def test_timeout(part: str) -> float:
+    """The per-test limit of a test part: its whole estimate (no one test should take as long as its part), at least
+    MIN_TEST_S."""
+    return max(MIN_TEST_S, float(TESTS_S[part]))
+
+
+class Deadline:
+    """The runner's share of a call: `left()` seconds until it ends (inf without one)."""
+
+    def __init__(self, seconds: float | None):
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    def left(self) -> float:
+        return math.inf if self.end is None else self.end - time.monotonic()
+
+    def cap(self, seconds: float | None) -> float | None:
+        """`seconds`, no more than what is left (None: no limit but the deadline's)."""
+        left = self.left()
+        if math.isinf(left):
+            return seconds
+        return max(1, int(min(seconds or left, left)))
+
+    @contextlib.contextmanager
+    def alarm(self):
+        """While it lasts, the deadline sends this process SIGINT: a notebook executing then is stopped as Ctrl-C
+        stops it (recorded at its cell as interrupted, its rows kept) and `Interrupted` is raised."""
+        left = self.left()
+        if math.isinf(left):
+            yield
+            return
+        old = signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+        signal.setitimer(signal.ITIMER_REAL, max(left, 0.01))
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
 
 
 def record(out: Path, part: str, status: str, seconds: float = 0.0, note: str = "") -> None:
