@@ -62,9 +62,13 @@ pack() {  # what finished, into $OUT: every file under the limit that comes back
   size=$(stat -c %s "$OUT/res.tgz")
   echo "res.tgz: $((size / 1024)) KiB (the limit is $MAX_MIB MiB a file)"
   [ "$size" -gt $MAX ] && echo "res.tgz is over $MAX_MIB MiB: it will not come back" >&2
-  # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit; what does not fit is
-  # left out and compiled again by the next call (perflab.runner.gpucheck.pack_cache)
-  gpucheck pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" || echo "pack-cache failed" >&2
+  # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit and within what the next
+  # call's carry leaves of its 64 MiB (perflab.runner.window.cache_budget: this tree, res.tgz, what bring unpacks);
+  # what does not fit is left out and compiled again by the next call (perflab.runner.gpucheck.pack_cache)
+  room=$(PYTHONPATH="$here/src" "$PY" -m perflab.runner.window cache-budget "$OUT/res.tgz" --root .) || room=0
+  echo "room for compile caches in the next call's carry: $room MiB"
+  gpucheck pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" --total-mib "$room" \
+    || echo "pack-cache failed" >&2
 }
 call() {  # one step of a window, start to summary: smoke | tests [PART] | full [--tests] [NAME ...] [gpu-check args]
   local t0=$SECONDS what=$1 tests="" args; shift
@@ -147,6 +151,8 @@ prepare)
   sha=$(git rev-parse HEAD) || exit 1
   [ -n "$(git status --porcelain --untracked-files=no)" ] && sha="$sha-dirty"
   echo "$sha" > .whl/COMMIT && echo "prepared .whl/ for commit $sha"
+  # what the call will carry (tree + .whl + .gpu-res), refused here when over the 64 MiB that travel
+  PYTHONPATH="$here/src" python3 -m perflab.runner.window carry || { echo "prepare: the call would be refused" >&2; exit 1; }
   ;;
 seed) seed ;;                      # (the first steps of a call, alone: for tests)
 pack) mkdir -p "${OUT:?}" && pack ;;
@@ -166,7 +172,8 @@ bring)
   tar -xzf "$from/res.tgz" -C outputs --strip-components=1 --exclude=res/log.txt --exclude=res/CALL \
     --exclude=res/pack.txt || exit 1
   tar -tzf "$from/res.tgz" | grep -E '^res/[^/]+/[^/]+/REPORT.md$' | sed 's|^res/|outputs/|'
-  echo "for the next call carry .whl and .gpu-res ($(du -sh .gpu-res | cut -f1); with .whl and the tree, at most 64 MiB travel)"
+  echo "for the next call carry .whl and .gpu-res"
+  PYTHONPATH="$here/src" python3 -m perflab.runner.window carry  # the next call's carry, against its 64 MiB
   ;;
 *) echo "usage: gpu-session.sh prepare | smoke | tests [quick|compiled|all] | full [--tests] [NAME ...] [--redo] | bring DIR" >&2
    exit 2 ;;

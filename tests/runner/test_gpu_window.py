@@ -306,3 +306,46 @@ def test_no_preset_repeats_a_key(preset):
     for path in sorted((ROOT / "params" / preset).glob("*.yaml")):
         keys = [line.split(":")[0] for line in path.read_text().splitlines() if line and line[0] not in " #"]
         assert len(keys) == len(set(keys)), f"{path.name}: {sorted(k for k in set(keys) if keys.count(k) > 1)} repeated"
+
+
+# ---- what travels in (issue 38 item 3, review L1) ---------------------------------------------------------------
+
+def test_what_travels_is_summed_as_the_device_tool_counts_it(project):
+    from perflab.runner import window
+
+    (project / ".gitignore").write_text("ignored/\n.whl/\n.gpu-res/\n")
+    (project / "untracked.txt").write_bytes(b"u" * 3000)                    # untracked, not ignored: travels
+    (project / "ignored").mkdir()
+    (project / "ignored" / "big").write_bytes(b"i" * 50_000)                # ignored: stays here
+    (project / ".whl").mkdir()
+    (project / ".whl" / "a.whl").write_bytes(b"w" * 20_000)
+    c = window.carry(project)
+    assert c["files"] == 3 and c["tree"] == 2 + 3000 + len("ignored/\n.whl/\n.gpu-res/\n")  # README, untracked, .gitignore
+    assert c["carried"] == {".whl": 20_000, ".gpu-res": 0} and c["total"] == c["tree"] + 20_000
+    assert c["margin"] == 64 * 2**20 - c["total"]
+    assert "margin" in window.carry_text(c) and "OVER" not in window.carry_text(c)
+    subprocess.run(["truncate", "-s", "65M", str(project / ".whl" / "b.whl")], check=True)   # sparse: no disk used
+    r = subprocess.run([sys.executable, "-m", "perflab.runner.window", "carry", "--root", str(project)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "OVER by 1.0 MiB" in r.stdout and "would be refused" in r.stdout, r.stdout
+
+
+def test_the_caches_get_what_the_next_carry_leaves(tmp_path):
+    from perflab.runner import window
+
+    host = tmp_path / "w"                                                   # the copy there: no .git
+    (host / ".whl").mkdir(parents=True)
+    (host / ".whl" / "a.whl").write_bytes(os.urandom(2 * 2**20))
+    (host / ".gpu-res").mkdir()
+    (host / ".gpu-res" / "res.tgz").write_bytes(os.urandom(2**20))         # replaced by bring: not counted
+    res = tmp_path / "res" / "h100" / "abc1234"
+    res.mkdir(parents=True)
+    (res / "results.jsonl").write_bytes(os.urandom(3 * 2**20))
+    with tarfile.open(tmp_path / "res.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "res", arcname="res")
+    room = window.cache_budget(host, tmp_path / "res.tgz")
+    used = 2 * 2**20 + (tmp_path / "res.tgz").stat().st_size + 3 * 2**20   # wheels, res.tgz, what bring unpacks
+    assert abs(room - (60 * 2**20 - used) / 2**20) < 1e-6
+    entries = _fake_cache(tmp_path / "cres", mib=3.0)
+    r = gpucheck.pack_cache(tmp_path / "cres", tmp_path, limit=2**20, parts=2, total=2**20)
+    assert sum(size for _, size, _ in r["parts"]) <= 2**20 and r["left_out"] > 0 and len(entries) > r["kept"]

@@ -369,9 +369,10 @@ def _gz_bytes(files: list[Path]) -> int:
     return total
 
 
-def pack_cache(root: Path, dest: Path, *, limit: int = 16 * 2**20, parts: int = 2) -> dict:
+def pack_cache(root: Path, dest: Path, *, limit: int = 16 * 2**20, parts: int = 2, total: int | None = None) -> dict:
     """The compile caches of the run folders under `root` (root/<kind>/<commit>/compile-cache/) into dest/cache.tgz,
     dest/cache-2.tgz ..., each under `limit` bytes (what can come back from the lent host), at most `parts` files.
+    `total`: the parts together at most that (what the next call's carry leaves: `window.cache_budget`).
     Newest entries first: the notebook a window cut off compiled them last, and what finished is not run again at
     this commit; what does not fit is left out (the next window compiles it again). Paths in the archives start at
     root's name, as `tar -C root/.. root` writes them. -> {"parts": [(file, bytes, entries)], "kept": n,
@@ -388,12 +389,14 @@ def pack_cache(root: Path, dest: Path, *, limit: int = 16 * 2**20, parts: int = 
             sized.append((max(f.stat().st_mtime for f in files), e, files, sum(f.stat().st_size for f in files)))
     sized.sort(key=lambda t: -t[0])
     target = int(limit * 0.94)  # room for the estimate's error; checked after writing
+    room = int((limit * parts if total is None else total) * 0.94)
     bins: list[list] = [[] for _ in range(parts)]
     used = [0] * parts
     left = []
     for _, e, files, raw in sized:
         est = _gz_bytes(files)
-        i = next((i for i in range(parts) if used[i] + est <= target), None)
+        fits = sum(used) + est <= room
+        i = next((i for i in range(parts) if fits and used[i] + est <= target), None)
         if i is None:
             left.append(raw)
             continue
@@ -511,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("dest", type=Path)
     c.add_argument("--limit-mib", type=float, default=16.0)
     c.add_argument("--parts", type=int, default=2)
+    c.add_argument("--total-mib", type=float, default=None, help="all parts together at most (the carry's room)")
     t = sub.add_parser("tests", help="the GPU tests alone ($PERFLAB_GPU_TESTS's part) into a run folder")
     t.add_argument("--out", type=Path, default=None, help="the run folder (default: <root>/<gpu kind>/<commit>/)")
     t.add_argument("--root", type=Path, default=None, help="where the run folders go (default: outputs/)")
@@ -529,7 +533,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"two versions of {name} in {args.folder}: {', '.join(files)} (pip refuses the install)", file=sys.stderr)
         print(f"{args.folder}: {len(found)} projects, {sum(map(len, found.values()))} wheels")
         return 1 if dups or not found else 0
-    r = pack_cache(args.root, args.dest, limit=int(args.limit_mib * 2**20), parts=args.parts)
+    total = None if args.total_mib is None else int(args.total_mib * 2**20)
+    r = pack_cache(args.root, args.dest, limit=int(args.limit_mib * 2**20), parts=args.parts, total=total)
     for name, size, n in r["parts"]:
         print(f"{name}: {size / 2**20:.1f} MiB ({n} cache entries; the limit is {args.limit_mib:g} MiB a file)")
     print(f"compile caches: {r['mib']:.1f} MiB before compression, {r['kept']} entries kept"

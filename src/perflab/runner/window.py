@@ -8,6 +8,8 @@ first, then each test part and notebook: ok, failed, skipped, cut), and the call
 rows: a part planned but never reported was cut by the deadline.
 
     python -m perflab.runner.window summary /tmp/res --window ID   # the one-screen table a call ends with
+    python -m perflab.runner.window carry                          # what the next call carries, against 64 MiB
+    python -m perflab.runner.window cache-budget OUT/res.tgz       # there: MiB left for the caches in the next carry
 
 A hard stop for everything: the call's deadline (`Deadline`: a notebook is started only when its estimate fits in
 what is left, and one running at the deadline is stopped as Ctrl-C stops it, recorded at its cell), a limit per cell
@@ -92,6 +94,73 @@ class Deadline:
             signal.signal(signal.SIGALRM, old)
 
 
+# ---- what travels in: the tree, the wheels, the last call's results and caches, under CARRY_MIB -------------------
+
+CARRY_MIB = 64         # the working tree that travels to the host: tracked and untracked-not-ignored files + carry
+CARRY_MARGIN_MIB = 4   # kept free under it: the next call's run folder grows the outputs/ that bring unpacks
+CARRIED = (".whl", ".gpu-res")
+
+
+def tree_files(root: Path) -> list[Path]:
+    """The files of the tree that travel: git's tracked and untracked-not-ignored ones in a checkout, every file but
+    .git's in a copy without it (the lent host's)."""
+    import subprocess
+
+    root = Path(root)
+    if (root / ".git").exists():
+        names = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=root, capture_output=True,
+                               check=True).stdout.decode().split("\0")
+        return [root / n for n in dict.fromkeys(names) if n and ((root / n).is_file() or (root / n).is_symlink())]
+    return [f for f in root.rglob("*") if (f.is_file() or f.is_symlink()) and ".git" not in f.relative_to(root).parts[:1]]
+
+
+def _bytes(paths) -> int:
+    return sum(p.lstat().st_size for p in paths)
+
+
+def _folder_bytes(folder: Path) -> int:
+    return _bytes(f for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+def carry(root: Path, carried: tuple[str, ...] = CARRIED) -> dict:
+    """What a call from `root` carries: {"tree": bytes, "files": n, "carried": {folder: bytes}, "total": bytes,
+    "margin": bytes under CARRY_MIB (negative: over)}."""
+    root = Path(root)
+    files = [f for f in tree_files(root) if f.relative_to(root).parts[0] not in carried]
+    sizes = {c: _folder_bytes(root / c) for c in carried}
+    total = _bytes(files) + sum(sizes.values())
+    return {"tree": _bytes(files), "files": len(files), "carried": sizes, "total": total,
+            "margin": CARRY_MIB * 2**20 - total}
+
+
+def carry_text(c: dict) -> str:
+    mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+    parts = " + ".join([f"tree {mib(c['tree'])} ({c['files']} files)"] + [f"{k} {mib(v)}" for k, v in c["carried"].items()])
+    head = f"what travels: {parts} = {mib(c['total'])} of {CARRY_MIB} MiB"
+    if c["margin"] < 0:
+        return (f"{head}: OVER by {mib(-c['margin'])}; the call would be refused (trim .gpu-res/cache*.tgz, or "
+                "commit or remove what outputs/ holds untracked)")
+    return f"{head}; margin {mib(c['margin'])}"
+
+
+def cache_budget(here: Path, res_tgz: Path) -> float:
+    """On the lent host, after packing res.tgz: MiB the compile caches may take so that the next call's carry stays
+    CARRY_MARGIN_MIB under CARRY_MIB. The next carry is this copy (without its .gpu-res, which bring replaces), the
+    new res.tgz, what bring unpacks from it into outputs/ beyond what the copy already holds there, and the caches."""
+    import tarfile
+
+    here, res_tgz = Path(here), Path(res_tgz)
+    tree = _bytes(f for f in tree_files(here) if f.relative_to(here).parts[0] != ".gpu-res")
+    unpacked = 0
+    with tarfile.open(res_tgz) as tar:
+        for m in tar.getmembers():
+            if m.isfile() and len(Path(m.name).parts) > 2:  # res/<kind>/...: into outputs/<kind>/...
+                there = here / "outputs" / Path(*Path(m.name).parts[1:])
+                unpacked += max(0, m.size - (there.stat().st_size if there.is_file() else 0))
+    left = CARRY_MIB * 2**20 - CARRY_MARGIN_MIB * 2**20 - tree - res_tgz.stat().st_size - unpacked
+    return left / 2**20
+
+
 def record(out: Path, part: str, status: str, seconds: float = 0.0, note: str = "") -> None:
     """One row of this call's outcome in out/window.jsonl: `part` ("tests-quick", "03_eval"), `status` (one of
     STATUSES), its seconds and a short note."""
@@ -156,7 +225,19 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("summary", help="this call's outcome from the run folders' window.jsonl; exit 0/1/2/3")
     s.add_argument("root", type=Path, help="the folder of run folders (/tmp/res)")
     s.add_argument("--window", default=os.environ.get(WINDOW_ENV, ""))
+    c = sub.add_parser("carry", help=f"what a call from here carries, against {CARRY_MIB} MiB; exit 1 when over")
+    c.add_argument("--root", type=Path, default=Path("."))
+    b = sub.add_parser("cache-budget", help="there: MiB left for the compile caches in the next call's carry")
+    b.add_argument("res", type=Path, help="the res.tgz this call packed")
+    b.add_argument("--root", type=Path, default=Path("."))
     args = ap.parse_args(argv)
+    if args.cmd == "carry":
+        found = carry(args.root)
+        print(carry_text(found))
+        return 1 if found["margin"] < 0 else 0
+    if args.cmd == "cache-budget":
+        print(f"{max(0.0, cache_budget(args.root, args.res)):.1f}")
+        return 0
     rc, text = summary(args.root, args.window)
     print(text)
     return rc
