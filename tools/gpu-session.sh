@@ -31,9 +31,10 @@
 # Arguments after the names go to gpu-check (`-p verdict_time=10`; another value is another run).
 # Back here after each call:
 #   bash tools/gpu-session.sh bring DIR        # DIR holds that call's res.tgz, log.txt (cache*.tgz): unpacks the
-#                                              # folder into outputs/<gpu kind>/<commit>/ (REPORT.md and
-#                                              # gpu-check.log: commit them as the run's evidence) and keeps them in
-#                                              # .gpu-res/ for the next call's carry
+#                                              # folder into outputs/<gpu kind>/<commit>/ (REPORT.md, and
+#                                              # gpu-check.log with each call's log appended, also a call that failed
+#                                              # before the notebooks: commit them as the run's evidence), keeps them
+#                                              # in .gpu-res/ for the next call's carry and says what it will carry
 set -u
 cmd=${1:?prepare|smoke|tests|full|bring}; shift
 here=$(cd "$(dirname "$0")/.." && pwd)        # the checkout this script belongs to (its src/ has perflab.runner)
@@ -89,7 +90,10 @@ call() {  # one step of a window, start to summary: smoke | tests [PART] | full 
     local rc=$1 sum
     commit=$(cat .whl/COMMIT 2>/dev/null || echo unknown)
     kind=$(cd "$R" && ls -d */"${commit:0:7}"* 2>/dev/null | head -1 | cut -d/ -f1)
-    echo "window=$PERFLAB_WINDOW kind=${kind:-unknown} commit=$commit rc=$rc" > "$R/CALL"
+    [ -n "$kind" ] || kind=$(PYTHONPATH="$here/src" "$PY" -c "from perflab.kit.env import device_kind, pick_device
+print(device_kind(pick_device('cuda')))" 2>/dev/null)  # a start that failed before the runner named its folder
+    # what bring needs to file this call's log.txt under outputs/<gpu kind>/<commit>/gpu-check.log
+    echo "window=$PERFLAB_WINDOW kind=${kind:-unknown-gpu} commit=${commit:0:7}$(case $commit in *-dirty) echo -dirty ;; esac) rc=$rc" > "$R/CALL"
     pack > "$R/pack.txt" 2>&1; cat "$R/pack.txt"; cat "$R/pack.txt" >> "$log"; cp "$log" "$OUT/log.txt"
     echo "== bash tools/gpu-session.sh $what: ${PERFLAB_WINDOW}, $((SECONDS - t0)) s of the ${DEADLINE} s deadline"
     if [ "$rc" = 2 ]; then sum=2; else
@@ -122,6 +126,8 @@ call() {  # one step of a window, start to summary: smoke | tests [PART] | full 
   local rc=$?
   set +o pipefail
   [ "$rc" = 124 ] && say "the deadline stopped the runner ($left s): what finished is packed"
+  # exit 2: refused before anything ran (no CUDA, a notebook or preset it does not know): its line is the last
+  [ "$rc" = 2 ] && say "START FAILED (runner): $(grep -v '^\[' "$log" | tail -1)"
   finish "$rc"
 }
 case "$cmd" in
@@ -171,6 +177,12 @@ bring)
   fi
   tar -xzf "$from/res.tgz" -C outputs --strip-components=1 --exclude=res/log.txt --exclude=res/CALL \
     --exclude=res/pack.txt || exit 1
+  # the call's log (why a start failed, what the runner said) beside its evidence, calls appended in order
+  call=$(tar -xzOf "$from/res.tgz" res/CALL 2>/dev/null)
+  kind=$(sed -n 's/.* kind=\([^ ]*\).*/\1/p' <<< "$call"); short=$(sed -n 's/.* commit=\([^ ]*\).*/\1/p' <<< "$call")
+  log=outputs/${kind:-unknown-gpu}/${short:-unknown-commit}/gpu-check.log
+  mkdir -p "$(dirname "$log")" && { echo "==== $call"; cat "$from/log.txt" 2>/dev/null \
+    || tar -xzOf "$from/res.tgz" res/log.txt; } >> "$log" && echo "$log: this call's log ($call)"
   tar -tzf "$from/res.tgz" | grep -E '^res/[^/]+/[^/]+/REPORT.md$' | sed 's|^res/|outputs/|'
   echo "for the next call carry .whl and .gpu-res"
   PYTHONPATH="$here/src" python3 -m perflab.runner.window carry  # the next call's carry, against its 64 MiB

@@ -274,7 +274,12 @@ def test_a_call_without_wheels_fails_at_once_with_its_reason_and_its_log_comes_b
     assert "START FAILED (wheels): no .whl/COMMIT" in r.stdout and "exit 2" in r.stdout
     assert time.monotonic() - t0 < 20                                # no waiting on a run that never started
     assert "START FAILED (wheels)" in (out / "log.txt").read_text()
-    assert "commit=unknown rc=2" in (res / "CALL").read_text()
+    assert "kind=unknown-gpu commit=unknown rc=2" in (res / "CALL").read_text()
+    r = _session(project, "bring", str(out))                         # here: the reason lands beside the evidence
+    assert r.returncode == 0, r.stdout + r.stderr
+    log = project / "outputs" / "unknown-gpu" / "unknown" / "gpu-check.log"
+    assert log.read_text().startswith("==== window=smoke-") and "START FAILED (wheels)" in log.read_text()
+    assert "what travels:" in r.stdout                                # and the next call's carry
 
 
 def test_the_summary_names_each_planned_part_and_what_the_deadline_cut(tmp_path, monkeypatch):
