@@ -47,12 +47,20 @@ def test_cuda_06_compiled_check_under_cuda_graphs():
     # gpu-review-2026-11-26 T3: the step under reduce-overhead keeps the micro-batches' saved activations and the
     # backward's gradients in the CUDA-graph pool of its generation; 5 steps: warm-up, recording, then replays, where
     # a lifetime bug reads overwritten memory without an error (only the losses tell)
+    from torch._dynamo.utils import counters
+
+    from perflab.kit.compiles import count_compiles
     from perflab.latentwire import make_examples
     from perflab.latentwire.checks import compiled_check
 
     p = _latentwire_params(compile="reduce-overhead", backend="inductor")
-    name, ok, detail = compiled_check(p, make_examples(p.n_examples, seed=0), CUDA, steps=5)
+    skips0 = counters["inductor"]["cudagraph_skips"]
+    with count_compiles() as cc:
+        name, ok, detail = compiled_check(p, make_examples(p.n_examples, seed=0), CUDA, steps=5)
     assert ok, detail
+    # CUDA graphs recorded and none skipped: inductor skips them silently on a CPU input or a mutated one (review W1),
+    # and eager code would pass every check above
+    assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
 
 
 def _latentwire_grads(p, examples, compile: str, grad_accum: bool, steps: int) -> dict[str, list[torch.Tensor]]:
@@ -83,12 +91,20 @@ def test_cuda_06_gradients_under_cuda_graphs_equal_eager(grad_accum):
     # silently reads the other micro-batch's activations (the gradients of one micro-batch twice: a difference of the
     # gradients' own size). Every accumulation over 5 steps (warm-up, recording, replays), all parameters together;
     # bf16 autocast rounds in other places fused than eager: about 1% apart, allowed 10%
+    from torch._dynamo.utils import counters
+
+    from perflab.kit.compiles import count_compiles
     from perflab.latentwire import make_examples
 
     p = _latentwire_params()
     examples = make_examples(p.n_examples, seed=0)
     want = _latentwire_grads(p, examples, "off", grad_accum, steps=5)
-    got = _latentwire_grads(p, examples, "reduce-overhead", grad_accum, steps=5)
+    skips0 = counters["inductor"]["cudagraph_skips"]
+    with count_compiles() as cc:
+        got = _latentwire_grads(p, examples, "reduce-overhead", grad_accum, steps=5)
+    # CUDA graphs recorded and none skipped: inductor skips them silently on a CPU input or a mutated one (review W1),
+    # and eager code would pass every check above
+    assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
     assert got.keys() == want.keys() and want
     n = {len(v) for v in want.values()}
     assert n == {len(v) for v in got.values()} == {5 * (p.accum_steps if grad_accum else 1)}

@@ -13,7 +13,9 @@ def test_cuda_probe1d_fit_under_cuda_graphs_equals_eager():
     # cloned out of the pool before the next iteration's graphs; one recording per shape (several chunks and a
     # compaction: tests/kit/test_cudagraph_lifetimes.py's fit), compared with the eager fit on CUDA (which
     # test_cuda_probe1d_fit_equals_the_reference compares with the float64 reference)
-    from perflab.kit.compiles import reset
+    from torch._dynamo.utils import counters
+
+    from perflab.kit.compiles import count_compiles, reset
     from perflab.probe1d import Sparse1DProbe, make_activations
 
     x, y = make_activations(300, 12, 5, l0=5, seed=4)
@@ -22,7 +24,12 @@ def test_cuda_probe1d_fit_under_cuda_graphs_equals_eager():
     reset()
     graphs = Sparse1DProbe(compile="reduce-overhead", backend="inductor", **kw)
     assert graphs.solver.cudagraphs
-    got = graphs.fit(x, y)
+    skips0 = counters["inductor"]["cudagraph_skips"]
+    with count_compiles() as cc:
+        got = graphs.fit(x, y)
+    # CUDA graphs recorded and none skipped: inductor skips them silently on a CPU input or a mutated one (review W1),
+    # and eager code would pass every check above
+    assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
     assert got.counters_["work_rebuilds"] >= 1                  # compaction ran: the LM state carried over
     for a, b in ((got.coef_, eager.coef_), (got.intercept_, eager.intercept_)):
         torch.testing.assert_close(a.cpu(), b.cpu(), rtol=1e-5, atol=1e-6)

@@ -42,7 +42,9 @@ def test_cuda_03_search_under_cuda_graphs(prover_cuda):
     # step 2 read step 1's freed outputs: 03 stopped at its link-prediction cell (gpu-review-2026-11-25 N1). One mode
     # (max-autotune takes the same path through uses_cudagraphs and would autotune for minutes); 03's smoke runs the
     # whole link prediction compiled.
-    from perflab.kit.compiles import reset
+    from torch._dynamo.utils import counters
+
+    from perflab.kit.compiles import count_compiles, reset
     from perflab.prover.links.search import BeamSearch
 
     kg, engine, policy = prover_cuda
@@ -51,10 +53,15 @@ def test_cuda_03_search_under_cuda_graphs(prover_cuda):
     reset()
     search = BeamSearch(engine, policy, 8, 2, compile="reduce-overhead", backend="inductor")
     assert search._step.cudagraphs
-    for _ in range(2):                             # chunks of 8 candidates: three generations per call
-        got = search.score(cands, batch=64)
-        assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
-        torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
+    skips0 = counters["inductor"]["cudagraph_skips"]
+    with count_compiles() as cc:
+        for _ in range(2):                         # chunks of 8 candidates: three generations per call
+            got = search.score(cands, batch=64)
+            assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
+            torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
+    # CUDA graphs recorded and none skipped: inductor skips them silently on a CPU input or a mutated one (review W1),
+    # and eager code would pass every check above
+    assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
     reset()
 
 
@@ -75,6 +82,9 @@ def test_cuda_03_step_profile(prover_cuda):
 
 def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
     # gpu-review T4: a replay allocates nothing, so 1a70d9c's sweep read 0.0-1.3 MiB against 12-388 MiB predicted
+    from torch._dynamo.utils import counters
+
+    from perflab.kit.compiles import count_compiles
     from perflab.prover.core.batching import step_bytes
     from perflab.prover.core.ranking import corruptions
     from perflab.prover.core.step import GreedyStep
@@ -83,7 +93,11 @@ def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
     kg, engine, policy = prover_cuda
     cands = corruptions(kg, kg.queries["test"][:4], 7, "both", seed=0).flat().to(CUDA)
     step = GreedyStep(engine, policy, max_depth=4, compile="reduce-overhead")
-    pts = batch_sweep(step, cands, (64, 256), rounds_time=0.1, min_rounds=2)
+    skips0 = counters["inductor"]["cudagraph_skips"]
+    with count_compiles() as cc:
+        pts = batch_sweep(step, cands, (64, 256), rounds_time=0.1, min_rounds=2)
+    # the timed step replayed CUDA graphs (recorded, none skipped: review W1), so the eager probe is what measured
+    assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
     for p in pts:
         predicted = step_bytes(engine, policy, p.batch)
         assert "eager step" in p.peak_method

@@ -246,14 +246,24 @@ def test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs():
     engine = UnificationEngine(kg, max_derived=12, device=cuda)
     policy = make_policy(kg, PolicyConfig(embed_dim=8, hidden=16, n_blocks=1), seed=0, device=cuda)
     cands = kg.queries["test"][:20].to(cuda)
+    from torch._dynamo.utils import counters
+
+    from perflab.kit.compiles import count_compiles
+
     want = BeamSearch(engine, policy, 8, 2).score(cands, batch=64)
     reset()
     for search in (ClosingSearch(engine, policy, 8, 2, compile="reduce-overhead", backend="inductor"),
                    SparseClosingSearch(engine, policy, 8, 2)):
-        for _ in range(2):                             # chunks of 8 candidates: three generations per call
-            got = search.score(cands, batch=64)
-            assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
-            torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
+        skips0 = counters["inductor"]["cudagraph_skips"]
+        with count_compiles() as cc:
+            for _ in range(2):                         # chunks of 8 candidates: three generations per call
+                got = search.score(cands, batch=64)
+                assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
+                torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
+        if type(search) is ClosingSearch:
+            # ClosingSearch's chunk under CUDA graphs recorded and none skipped (review W1): eager code would pass
+            # the checks above; the sparse search compiles nothing to record (its host read)
+            assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
     cfg = LinkConfig(beam=8, batch=64, compile="reduce-overhead", backend="inductor")
     assert type(Prover(engine, policy, cfg).search) is ClosingSearch
     assert type(Prover(engine, policy, LinkConfig(beam=8, batch=64)).search) is ClosingSearch   # a device: sync-free

@@ -197,6 +197,28 @@ def test_the_quick_part_names_gpu_tests_that_exist():
     assert len(gpu) > len(gpucheck.QUICK_GPU_TESTS) >= 10           # the rest: the compiled part
 
 
+def test_every_gpu_test_that_claims_cuda_graphs_asserts_one_was_recorded():
+    # issue 38 item 5 (review W1, P1): a test that compiles for CUDA graphs (reduce-overhead, max-autotune) asserts
+    # inductor recorded one and skipped none (tests/prover/test_prover_eval.py's pattern): else it passes on eager
+    # code; one that captures a graph itself asserts its replays. No exact kernel-launch count: a GPU's CUPTI may
+    # report a launch twice, so a range
+    claims, found = 0, []
+    for nodeid, fn in _gpu_tests().items():
+        if not fn.name.startswith("test"):
+            continue
+        src = ast.unparse(fn)
+        if "reduce-overhead" in src or "max-autotune" in src:
+            claims += 1
+            skips = "counters['inductor']['cudagraph_skips'] =="  # as ast.unparse writes it
+            if "cudagraph_recordings >= 1" not in src or skips not in src:
+                found.append(f"{nodeid}: compiles for CUDA graphs, asserts no recording (and no skip)")
+        if ("torch.cuda.graph(" in src or "Captured(" in src) and "graph_launches" not in src:
+            found.append(f"{nodeid}: captures a CUDA graph, asserts no replay")
+        found += [f"{nodeid}: exact kernel-launch count: {line.strip()}" for line in src.splitlines()
+                  if "kernel_launches" in line and "==" in line]
+    assert claims >= 6 and not found, "\n".join(found)
+
+
 def test_each_part_selects_its_tests_and_keeps_its_own_log(tmp_path, monkeypatch):
     tests = tmp_path / "tests"
     monkeypatch.delenv(gpucheck.PART_ENV, raising=False)

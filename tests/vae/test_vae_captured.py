@@ -2,6 +2,7 @@
 sync inside, the whole step one compiled graph with ~8x fewer ops dispatched than the baseline on a CPU, and a
 clear error for a batch it was not captured for. One inductor compile for the whole module (`compiled`)."""
 import types
+import warnings
 
 import pytest
 import torch
@@ -171,8 +172,15 @@ def test_cuda_one_replay_per_step_same_math_no_sync(compile):
         for x, y in data[:4]:
             tr(x, y)
     # per step: one graph launch, the two RNG-state fills before a replay of a graph that draws random numbers
-    # (PyTorch PR #143777), the two input copies; every kernel of the step inside the replay
-    assert (c.graph_launches, c.kernel_launches, c.copy_calls) == (4, 2 * 4, 2 * 4), c.as_dict()
+    # (PyTorch PR #143777), the two input copies; every kernel of the step inside the replay. The fills: 8 kernel
+    # launches, up to 16 where CUDA 13's CUPTI reports a launch under two names that do not nest in time
+    # (gpu-review-2026-11-26 T9/N6, 2026-11-28 P1; as tests/vae/test_vae_cuda.py), said in the report, not a failure;
+    # more would be the step's own kernels outside the replay. Graph launches and copies stay exact
+    assert (c.graph_launches, c.copy_calls) == (4, 2 * 4), c.as_dict()
+    assert 2 * 4 <= c.kernel_launches <= 4 * 4, c.as_dict()
+    if c.kernel_launches != 2 * 4:
+        warnings.warn(f"captured step: {c.kernel_launches} kernel launches for 4 replays (expected 8); "
+                      f"runtime calls seen: {c.as_dict()}", stacklevel=1)
     assert c.kernels > 4 * 20 and s.cuda_debug_warnings == 0
     with pytest.raises(ValueError, match="captured for"):
         tr(*[t[:32] for t in data[0]])
