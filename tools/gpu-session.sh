@@ -7,6 +7,11 @@
 # Windows and estimates: params/gpu-smoke/ESTIMATE.md.
 #
 # Here (a checkout with git, its commit clean: on a dirty tree gpu-check skips nothing):
+#   bash tools/gpu-session.sh rehearse [smoke|tests|full ...]   # a call on a copy of the tree as it travels (no
+#                                              # .git; .whl, or a stand-in wheel; no network), run here up to where
+#                                              # CUDA is needed: it must stop there with "no CUDA" after the wheels,
+#                                              # kernel spec, imports and the runner's plan, and what it leaves in $OUT
+#                                              # must come back (make test runs it: tests/runner/test_gpu_window.py)
 #   bash tools/gpu-session.sh prepare          # empties .whl/, brings the wheels the GPU image lacks into it
 #                                              # (../shared/tools/device-wheels.sh; nbval and coverage, which nbval's
 #                                              # pytest plugin imports), checks that they install offline for the
@@ -72,7 +77,7 @@ pack() {  # what finished, into $OUT: every file under the limit that comes back
     || echo "pack-cache failed" >&2
 }
 call() {  # one step of a window, start to summary: smoke | tests [PART] | full [--tests] [NAME ...] [gpu-check args]
-  local t0=$SECONDS what=$1 tests="" args; shift
+  local t0=$SECONDS what=$1 tests="" args ran=0; shift
   case "$what" in
     smoke) tests=quick; args=(perflab.runner.cli gpu-check --params gpu-smoke --no-progress) ;;
     tests) tests=compiled; case "${1:-}" in quick|compiled|all) tests=$1; shift ;; esac
@@ -90,7 +95,7 @@ call() {  # one step of a window, start to summary: smoke | tests [PART] | full 
     local rc=$1 sum
     commit=$(cat .whl/COMMIT 2>/dev/null || echo unknown)
     kind=$(cd "$R" && ls -d */"${commit:0:7}"* 2>/dev/null | head -1 | cut -d/ -f1)
-    [ -n "$kind" ] || kind=$(PYTHONPATH="$here/src" "$PY" -c "from perflab.kit.env import device_kind, pick_device
+    [ -n "$kind" ] || [ "$ran" = 1 ] || kind=$(PYTHONPATH="$here/src" "$PY" -c "from perflab.kit.env import device_kind, pick_device
 print(device_kind(pick_device('cuda')))" 2>/dev/null)  # a start that failed before the runner named its folder
     # what bring needs to file this call's log.txt under outputs/<gpu kind>/<commit>/gpu-check.log
     echo "window=$PERFLAB_WINDOW kind=${kind:-unknown-gpu} commit=${commit:0:7}$(case $commit in *-dirty) echo -dirty ;; esac) rc=$rc" > "$R/CALL"
@@ -120,7 +125,7 @@ print(device_kind(pick_device('cuda')))" 2>/dev/null)  # a start that failed bef
   local left=$((DEADLINE - PACK_S - (SECONDS - t0)))
   [ "$left" -gt 30 ] || fail time "only $left s left for the runner after the start"
   say "started; the runner stops by itself at $((SECONDS - t0 + left - 15)) s, and is stopped at $((SECONDS - t0 + left)) s"
-  set -o pipefail
+  set -o pipefail; ran=1
   # the runner's own deadline 15 s before timeout(1)'s SIGINT: it cuts what would not end, packs nothing itself
   (cd "$WORK" && timeout -s INT -k 20 "$left" "$PY" -m "${args[@]}" --deadline $((left - 15))) 2>&1 | tee -a "$log"
   local rc=$?
@@ -160,6 +165,50 @@ prepare)
   # what the call will carry (tree + .whl + .gpu-res), refused here when over the 64 MiB that travel
   PYTHONPATH="$here/src" python3 -m perflab.runner.window carry || { echo "prepare: the call would be refused" >&2; exit 1; }
   ;;
+rehearse)  # here, without a GPU: a call on a copy of the tree as it travels, up to where CUDA is needed
+  t0=$SECONDS what=${1:-smoke}
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-rehearsal.XXXXXX")
+  py=${GPU_SESSION_PYTHON:-$here/.venv/bin/python}   # there python3 has torch; here the venv's stands for it
+  helper() { PYTHONPATH="$here/src" "$py" -m perflab.runner.window "$@"; }
+  helper travel "$tmp/tree" --root . || { echo "rehearse: FAILED: the call would be refused (its carry)"; exit 1; }
+  if [ ! -f "$tmp/tree/.whl/COMMIT" ] || ! "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then
+    # the host's wheels are for CPython 3.12 (prepare checks the set): else a stand-in wheel goes through the step
+    rm -rf "$tmp/tree/.whl" && mkdir -p "$tmp/tree/.whl"
+    "$py" - "$tmp/tree/.whl/perflab_rehearsal-0-py3-none-any.whl" <<'WHEEL'
+import sys
+import zipfile
+
+i = "perflab_rehearsal-0.dist-info"
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("perflab_rehearsal/__init__.py", "")
+    z.writestr(i + "/METADATA", "Metadata-Version: 2.1\nName: perflab-rehearsal\nVersion: 0\n")
+    z.writestr(i + "/WHEEL", "Wheel-Version: 1.0\nGenerator: rehearse\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(i + "/RECORD", "")
+WHEEL
+    sha=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && sha="$sha-dirty"
+    echo "$sha" > "$tmp/tree/.whl/COMMIT"
+    echo "rehearse: a stand-in wheel for .whl/ (none here, or $py is not CPython 3.12): the install step runs, not the real set"
+  fi
+  (cd "$tmp/tree" && env -u PYTHONPATH GPU_SESSION_RES="$tmp/res" OUT="$tmp/out" GPU_SESSION_SITE="$tmp/site" \
+     GPU_SESSION_KERNELS="$tmp/jk" GPU_SESSION_WORK="$tmp/w" GPU_SESSION_PYTHON="$py" PIP_NO_INDEX=1 \
+     bash tools/gpu-session.sh "${@:-smoke}") > "$tmp/call.txt" 2>&1
+  rc=$?
+  sed 's/^/  | /' "$tmp/call.txt"
+  bad=()
+  [ "$rc" = 2 ] || bad+=("the call exited $rc, not 2 (a start refused for want of CUDA)")
+  grep -q "no CUDA device is visible" "$tmp/call.txt" || bad+=("it did not get as far as asking for CUDA")
+  [ "$what" = tests ] || grep -q "notebook(s) planned on" "$tmp/call.txt" || bad+=("the runner planned no notebooks")
+  grep -q "START FAILED ([a-z]*):" "$tmp/call.txt" && ! grep -q "START FAILED (runner)" "$tmp/call.txt" \
+    && bad+=("$(grep -m1 'START FAILED' "$tmp/call.txt")")
+  helper comeback "$tmp/out" || bad+=("not everything in \$OUT comes back")
+  [ -z "${GPU_SESSION_KEEP:-}" ] && rm -rf "$tmp"
+  if [ ${#bad[@]} -gt 0 ]; then
+    printf "rehearse $what: FAILED: %s\n" "${bad[@]}"; exit 1
+  fi
+  echo "rehearse $what: ok in $((SECONDS - t0)) s (wheels, kernel spec, copy, imports and the runner's plan passed;" \
+       "it stopped where CUDA is needed, with its reason)"
+  ;;
 seed) seed ;;                      # (the first steps of a call, alone: for tests)
 pack) mkdir -p "${OUT:?}" && pack ;;
 smoke|tests|full)
@@ -187,6 +236,6 @@ bring)
   echo "for the next call carry .whl and .gpu-res"
   PYTHONPATH="$here/src" python3 -m perflab.runner.window carry  # the next call's carry, against its 64 MiB
   ;;
-*) echo "usage: gpu-session.sh prepare | smoke | tests [quick|compiled|all] | full [--tests] [NAME ...] [--redo] | bring DIR" >&2
+*) echo "usage: gpu-session.sh prepare | rehearse [STEP ...] | smoke | tests [quick|compiled|all] | full [--tests] [NAME ...] [--redo] | bring DIR" >&2
    exit 2 ;;
 esac

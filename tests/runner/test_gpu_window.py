@@ -376,3 +376,36 @@ def test_the_caches_get_what_the_next_carry_leaves(tmp_path):
     entries = _fake_cache(tmp_path / "cres", mib=3.0)
     r = gpucheck.pack_cache(tmp_path / "cres", tmp_path, limit=2**20, parts=2, total=2**20)
     assert sum(size for _, size, _ in r["parts"]) <= 2**20 and r["left_out"] > 0 and len(entries) > r["kept"]
+
+
+# ---- the rehearsal here (issue 38 item 6): the first call of a window, up to where CUDA is needed -----------------
+
+@pytest.mark.slow  # ~15 s: a copy of the tree, a wheel install, a kernel spec, the imports and the runner's plan
+def test_the_rehearsal_runs_the_smokes_call_until_it_needs_cuda():
+    import torch  # here, not at the top: the stand-in downloader above imports this module
+
+    if torch.cuda.is_available():
+        pytest.skip("rehearses a host without CUDA (on a GPU host the call would run the smoke)")
+    r = subprocess.run(["bash", str(SESSION), "rehearse", "smoke"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "GPU_SESSION_PYTHON": sys.executable})
+    assert r.returncode == 0 and "rehearse smoke: ok" in r.stdout, r.stdout[-6000:] + r.stderr
+    assert "notebook(s) planned on gpu-smoke" in r.stdout and "no CUDA device is visible" in r.stdout
+    assert "$OUT: 2 files" in r.stdout and "all come back" in r.stdout          # log.txt and res.tgz
+    assert "what travels:" in r.stdout and "OVER" not in r.stdout
+
+
+def test_what_would_not_come_back_is_named(tmp_path):
+    from perflab.runner import window
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "res.tgz").write_bytes(b"x")
+    (tmp_path / "a" / "b" / "ok.txt").write_bytes(b"x")                        # two folders down: comes back
+    (tmp_path / "a" / "b" / "c" / "deep.txt").write_bytes(b"x")
+    (tmp_path / "bad name.txt").write_bytes(b"x")
+    subprocess.run(["truncate", "-s", "17M", str(tmp_path / "big.bin")], check=True)
+    bad = window.comeback(tmp_path)
+    assert len(bad) == 3 and any("big.bin: over 16 MiB" in b for b in bad), bad
+    assert any("deep.txt: more than 2 folders down" in b for b in bad) and any("bad name.txt: a name" in b for b in bad)
+    for i in range(5):
+        (tmp_path / f"f{i}").write_bytes(b"x")
+    assert "10 files: at most 8 come back" in window.comeback(tmp_path)

@@ -444,6 +444,8 @@ def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir:
     clock = window.Deadline(deadline)
     # names, presets and parameters refused before CUDA is asked for (a rehearsal without a GPU gets this far)
     jobs = catalog.plan(names, preset=preset, overrides=overrides, nb_dir=nb_dir, p_dir=p_dir)
+    print(f"gpu-check: {len(jobs)} notebook(s) planned on {preset or 'their defaults'}: "
+          + ", ".join(name for name, _, _ in jobs), flush=True)
     kind = gpu_kind()  # in a child process: no CUDA context held here while the notebooks run
     commit = git_commit()
     # absolute: the notebooks' kernels start in their own folder

@@ -10,6 +10,8 @@ rows: a part planned but never reported was cut by the deadline.
     python -m perflab.runner.window summary /tmp/res --window ID   # the one-screen table a call ends with
     python -m perflab.runner.window carry                          # what the next call carries, against 64 MiB
     python -m perflab.runner.window cache-budget OUT/res.tgz       # there: MiB left for the caches in the next carry
+    python -m perflab.runner.window travel DEST                    # the tree as it travels, for the rehearsal
+    python -m perflab.runner.window comeback OUT                   # does every file in OUT come back?
 
 A hard stop for everything: the call's deadline (`Deadline`: a notebook is started only when its estimate fits in
 what is left, and one running at the deadline is stopped as Ctrl-C stops it, recorded at its cell), a limit per cell
@@ -21,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import signal
 import sys
 import time
@@ -161,6 +164,45 @@ def cache_budget(here: Path, res_tgz: Path) -> float:
     return left / 2**20
 
 
+def travel(root: Path, dest: Path, carried: tuple[str, ...] = CARRIED) -> dict:
+    """Copy what a call from `root` carries into `dest`, as the lent host receives it (the tree's files that travel
+    and the carried folders; no .git): the rehearsal's tree. -> `carry(root)`"""
+    import shutil
+
+    root, dest = Path(root), Path(dest)
+    files = tree_files(root) + [f for c in carried for f in sorted((root / c).rglob("*")) if f.is_file()]
+    for f in files:
+        to = dest / f.relative_to(root)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, to, follow_symlinks=False)
+    return carry(root, carried)
+
+
+# ---- what comes back from $OUT ---------------------------------------------------------------------------------
+
+BACK_FILES, BACK_FILE_MIB, BACK_MIB, BACK_DEPTH = 8, 16, 64, 2   # files, MiB a file, MiB in all, folders down
+BACK_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def comeback(out: Path) -> list[str]:
+    """What in `out` would not come back from the lent host (the device tool's limits), one line each: [] when all
+    of it does."""
+    out = Path(out)
+    files = sorted(f for f in out.rglob("*") if f.is_file() or f.is_symlink())
+    bad = [f"{f.relative_to(out)}: over {BACK_FILE_MIB} MiB ({f.stat().st_size / 2**20:.1f} MiB)"
+           for f in files if f.stat().st_size > BACK_FILE_MIB * 2**20]
+    bad += [f"{f.relative_to(out)}: a link" for f in files if f.is_symlink()]
+    bad += [f"{f.relative_to(out)}: more than {BACK_DEPTH} folders down" for f in files
+            if len(f.relative_to(out).parts) > BACK_DEPTH + 1]
+    bad += [f"{f.relative_to(out)}: a name with other characters than letters, digits, '.', '_', '-'" for f in files
+            if not all(BACK_NAME.match(part) for part in f.relative_to(out).parts)]
+    if len(files) > BACK_FILES:
+        bad.append(f"{len(files)} files: at most {BACK_FILES} come back")
+    if sum(f.stat().st_size for f in files) > BACK_MIB * 2**20:
+        bad.append(f"{sum(f.stat().st_size for f in files) / 2**20:.1f} MiB in all: at most {BACK_MIB} come back")
+    return bad
+
+
 def record(out: Path, part: str, status: str, seconds: float = 0.0, note: str = "") -> None:
     """One row of this call's outcome in out/window.jsonl: `part` ("tests-quick", "03_eval"), `status` (one of
     STATUSES), its seconds and a short note."""
@@ -230,7 +272,24 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("cache-budget", help="there: MiB left for the compile caches in the next call's carry")
     b.add_argument("res", type=Path, help="the res.tgz this call packed")
     b.add_argument("--root", type=Path, default=Path("."))
+    t = sub.add_parser("travel", help="copy what a call carries into DEST, as the host receives it (no .git)")
+    t.add_argument("dest", type=Path)
+    t.add_argument("--root", type=Path, default=Path("."))
+    k = sub.add_parser("comeback", help="whether every file in OUT comes back from the host; exit 1 if not")
+    k.add_argument("out", type=Path)
     args = ap.parse_args(argv)
+    if args.cmd == "travel":
+        found = travel(args.root, args.dest)
+        print(carry_text(found))
+        return 1 if found["margin"] < 0 else 0
+    if args.cmd == "comeback":
+        bad = comeback(args.out)
+        files = sorted(f for f in args.out.rglob("*") if f.is_file())
+        print(f"$OUT: {len(files)} files, {sum(f.stat().st_size for f in files) / 2**20:.2f} MiB: "
+              + ("all come back" if not bad else "NOT ALL COME BACK"))
+        for line in bad:
+            print("  " + line)
+        return 1 if bad else 0
     if args.cmd == "carry":
         found = carry(args.root)
         print(carry_text(found))
