@@ -23,6 +23,7 @@ from perflab.latentwire import (
     train,
 )
 from perflab.latentwire.activations import saved_activations
+from perflab.latentwire.batches import batch_on_the_fly
 from perflab.latentwire.params import LatentWireParams
 from perflab.latentwire.study import IMPLS, Variant, curve_runs, loss_curve, version
 
@@ -214,3 +215,31 @@ def test_batch_larger_than_the_data_is_refused():
         optimized.make_trainer(build_model(TINY), EXAMPLES, batch_size=32)
     with pytest.raises(ValueError, match="cannot fill one batch of 32"):
         optimized.make_trainer(build_model(TINY), EXAMPLES, batch_size=32, dataloader=True)
+
+
+@pytest.mark.parametrize("name, toggles", [
+    ("baseline", {}), ("optimized", {}), ("optimized", {"grad_accum": True}),
+    ("optimized", {"grad_accum": True, "batch_size": 2, "pretokenize": True}),
+])
+def test_one_accumulated_sgd_step_equals_one_step_on_the_mean_loss_of_its_micro_batches(name, toggles):
+    # AdamW divides each step by the gradient's own scale, so a gradient accum_steps times too large moves the
+    # weights about as far (the trainers' own losses cannot tell); plain SGD moves them by lr x the gradient itself
+    k, lr = 3, 0.5
+    model = build_model(TINY, seed=0)
+    trainer = IMPLS[name](model, EXAMPLES, accum_steps=k, seed=0, **toggles)
+    trainer.opt = torch.optim.SGD(model.trainable_parameters(), lr=lr)
+    trainer.seen = []
+    trainer.step()
+    trainer.close()
+    ref = build_model(TINY, seed=0)
+    b = len(trainer.seen) // k
+    micro = [trainer.seen[i * b:(i + 1) * b] for i in range(k)]
+    loss = sum(ref(batch_on_the_fly(EXAMPLES, m, ref.tokenizer, ref.cfg)).total for m in micro) / k
+    loss.backward()
+    torch.optim.SGD(ref.trainable_parameters(), lr=lr).step()
+    start = build_model(TINY, seed=0).trainable_parameters()
+    moved = max(float((p - p0).detach().abs().max()) for p, p0 in zip(ref.trainable_parameters(), start))
+    assert moved > 1e-2  # the step is large against the tolerance: a gradient k times too large would miss by 2x that
+    for (n, p), p_ref in zip(model.named_parameters(), ref.parameters()):
+        # fp32, the same kernels on the same rows: 1e-5 relative and 1e-6 absolute are rounding (summation order)
+        torch.testing.assert_close(p, p_ref, rtol=1e-5, atol=1e-6, msg=n)

@@ -118,3 +118,29 @@ def test_lm_tries_pick_the_first_acceptable_try():
                 break
         else:
             assert not accepted[i] and db[i] == 0 and dw[i] == 0 and lam_new[i] == (lam[i] * 1e6).clamp(1e-12, 1e12)
+
+
+def test_float64_tile_sums_are_summed_in_float64():
+    # w = b = 0: every slot's terms are exact (mu = 1/2, s = 1/4, softplus = log 2 rounded to float32) in both
+    # kernels, so the sums are known to float64 rounding. 2048 slots of values up to 80: a float32 sum of them
+    # is off by ~1e-7 relative (its last bits), 1e5 times the 1e-12 allowed here
+    g = torch.Generator().manual_seed(5)
+    n_tiles, tile, n_col = 3, 2048, 2
+    v = torch.rand(n_tiles, tile, generator=g) * 80
+    bs = ws = torch.zeros(1, n_col)
+    seg = torch.zeros(n_tiles, dtype=torch.long)
+    vd = v.double()[:, :, None].expand(n_tiles, tile, n_col)
+    sp = torch.log(torch.tensor(2.0)).double()
+    want = torch.stack([0.5 * torch.ones_like(vd).sum(1), (0.5 * vd).sum(1), (0.25 * torch.ones_like(vd)).sum(1),
+                        (0.25 * vd).sum(1), (0.25 * vd * vd).sum(1), (sp * torch.ones_like(vd)).sum(1)], 1)
+    buf = torch.empty(6, v.numel() * n_col)
+
+    def into(acc):
+        return tile_sums_into(bs, ws, seg, v, buf, torch.ones(n_tiles, 3, tile, dtype=acc), acc)
+
+    for got in (tile_sums(bs, ws, seg, v, torch.float64), into(torch.float64)):
+        assert got.dtype == torch.float64
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
+    # the input shows the difference: float32 sums miss the tolerance
+    for got in (tile_sums(bs, ws, seg, v, torch.float32), into(torch.float32)):
+        assert not torch.allclose(got.double(), want, rtol=1e-12, atol=0)

@@ -103,6 +103,39 @@ def test_recycle_never_drops_or_duplicates(ladder):
     assert r.steps_executed <= int(lengths.sum()) // 8 + int(lengths.max()) + 1
 
 
+
+def _schedule(lengths, batch):
+    """Continuous batching, simply: each of `batch` slots holds a candidate until its proof's last step, and in that
+    step takes the next one in queue order (which starts in the step after). -> (steps, busy slots per step)."""
+    queue, busy = list(lengths), []
+    slots = [queue.pop(0) if queue else 0 for _ in range(batch)]   # steps left per slot; 0: idle
+    while any(slots):
+        busy.append(sum(left > 0 for left in slots))
+        slots = [left - 1 if left > 1 else (queue.pop(0) if left == 1 and queue else 0) for left in slots]
+    return len(busy), busy
+
+
+@pytest.mark.parametrize("lengths, batch", [
+    ([1] * 20 + [12], 8),                        # the longest proof queued last: it starts when the queue drains
+    ([1] * 15 + [12], 8),                        # the same, with the queue a multiple of the slots before it
+    (sorted([2, 9, 1, 1, 5, 3, 12, 1, 7, 4, 1, 2, 6, 1, 11, 3, 1, 8]), 4),   # ascending: the longest last
+    ([12] + [1] * 20, 8),                        # the longest first
+    ([3, 1, 7], 8),                              # fewer candidates than slots
+])
+def test_recycle_runs_the_steps_of_a_simple_schedule(ladder, lengths, batch):
+    # steps and slot counts are what recycle's claimed speedup rests on: equal to the simple schedule's, with the
+    # step-by-step reads (trace) and with the skipped reads (no trace), not just bounded
+    kg, step = ladder
+    cands = _ladder_case(kg, lengths)
+    steps, busy = _schedule(lengths, batch)
+    for trace in ([], None):
+        with torch.inference_mode():
+            r = run(step, cands, batch, "recycle", trace=trace)
+        assert r.steps.tolist() == lengths and r.records.tolist() == [1] * len(lengths)
+        assert (r.steps_executed, r.slot_steps, r.wasted_slot_steps) == (steps, steps * batch, steps * batch - sum(lengths))
+        if trace is not None:
+            assert [active for _, _, active in trace] == busy
+
 @pytest.mark.slow
 def test_compiled_loops_one_graph_per_shape_nothing_after_warmup(ladder):
     kg, eager = ladder
