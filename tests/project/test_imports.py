@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 # the runner, bottom to top: each may import the modules before it (and the kit), never one after it
 RUNNER = ["testguard", "execute", "schemas", "catalog", "new", "sweep_dir", "slurm", "sweep", "report", "compare", "battery", "simulate",
-          "window", "gpucheck", "cli"]
+          "window", "estimate", "gpucheck", "cli"]
 
 
 def _module_name(path: Path, src: Path) -> str:

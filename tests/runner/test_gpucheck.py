@@ -164,29 +164,38 @@ def test_a_test_over_its_limit_fails_and_the_run_goes_on(tmp_path):
     assert "over the per-test limit of 1 s" in r.stdout
 
 
-def test_the_limits_are_sized_from_the_estimate_and_capped_by_the_deadline():
-    from perflab.runner import window
+def test_the_limits_are_sized_from_the_estimate_and_capped_by_the_deadline(monkeypatch):
+    from perflab.runner import estimate, window
 
-    assert window.cell_timeout("gpu-smoke", ["03_eval", "06_latentwire_amp"]) == \
-        window.CELL_FACTOR * window.SMOKE_S["06_latentwire_amp"]
-    assert window.cell_timeout("gpu-smoke", ["tiny"]) is None                   # nothing estimated: no limit of its own
-    assert window.test_timeout("quick") >= window.MIN_TEST_S
-    assert window.test_timeout("compiled") == window.TESTS_S["compiled"]
+    monkeypatch.setattr(estimate, "notebook_estimate", lambda preset, name: {"a": 40.0, "b": 70.0}.get(name))
+    assert estimate.limit_per_cell("gpu-smoke", ["a", "b"]) == estimate.CELL_FACTOR * 70
+    assert estimate.limit_per_cell("gpu-smoke", ["tiny"]) is None              # nothing estimated: no limit of its own
+    assert estimate.limit_per_test("quick") >= estimate.MIN_TEST_S
+    assert estimate.limit_per_test("compiled") == estimate.COMPILED_S
     assert window.Deadline(None).cap(120) == 120 and window.Deadline(None).cap(None) is None
     assert window.Deadline(30).cap(120) <= 30 and window.Deadline(30).cap(None) <= 30
 
 
-def test_a_notebook_whose_estimate_does_not_fit_is_not_started(tmp_path, monkeypatch):
+def test_a_notebook_whose_estimate_does_not_fit_is_not_started_unless_it_is_the_first(tmp_path, monkeypatch):
     from perflab.runner import catalog, window
+    from perflab.runner.execute import Outcome
 
     monkeypatch.setenv(window.WINDOW_ENV, "w1")
-    monkeypatch.setattr(window, "notebook_estimate", lambda preset, name: 1000)
-    jobs = catalog.plan(["tiny"], preset=None, overrides=[], nb_dir=FIXTURES, p_dir=None)
+    monkeypatch.setattr(gpucheck.estimate, "notebook_estimate", lambda preset, name: 1000)
+    ran = []
+
+    def run_all(jobs, out, **kw):
+        ran.append(jobs[0][0])
+        return [Outcome(jobs[0][0], out / "x.ipynb", "ok", 1.0)], None
+
+    monkeypatch.setattr(catalog, "run_all", run_all)
+    jobs = [("first", None, {}), ("second", None, {})]
+    # the first notebook of a call starts anyway (the time would be idle), the second does not fit in 100 s
     outcomes, cut = gpucheck.notebooks_step(jobs, tmp_path / "k" / "c", window.Deadline(100), cell_timeout=None,
                                             preset=None, p_dir=None, kernel_name=None, progress=False)
-    assert outcomes == [] and cut == ["tiny"]
+    assert ran == ["first"] and [o.name for o in outcomes] == ["first"] and cut == ["second"]
     row = window.rows(tmp_path, "w1")[-1]
-    assert row["status"] == "cut" and "its estimate 1000 s" in row["note"]
+    assert row["status"] == "cut" and "s left before the deadline, its estimate 1000 s" in row["note"]
 
 
 @pytest.mark.slow  # two notebook executions (~20 s on a loaded 2-core box)

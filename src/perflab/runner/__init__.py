@@ -12,6 +12,7 @@
     compare     `perflab compare A B`
     battery     claims of known truth: a verdict rule's error rate on this machine
     window      a GPU window's calls: the host's limits, each part's outcome, the call's summary
+    estimate    a GPU window's calls estimated from what they run (counted from the code), and their limits
     gpucheck    `perflab gpu-check`: the GPU window's tests and notebooks, one folder of evidence
     cli         the argument parser: each command parses, then calls one function above
 """

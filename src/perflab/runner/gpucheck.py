@@ -40,29 +40,13 @@ import sys
 from pathlib import Path
 
 from ..kit.paths import repo_root
-from . import window
+from . import estimate, window
+from .window import QUICK_GPU_TESTS  # the quick part
 
 TESTS_HEADER = "## GPU tests (`pytest -m gpu`)"
 CACHE_DIR = "compile-cache"  # in the run folder: inductor's FX graph and AOT caches, Triton's kernels
 PART_ENV = "PERFLAB_GPU_TESTS"  # quick, compiled, or all (unset)
 PARTS = ("quick", "compiled")
-# The GPU tests that compile nothing with inductor and start no subprocess: seconds each on a cold H100 (the smoke's
-# part). Every other `-m gpu` test is the "compiled" part, so a new GPU test lands there unless listed here.
-QUICK_GPU_TESTS = (
-    "tests/prover/test_prover_cuda.py::test_cuda_03_correctness_checks_pass",
-    "tests/prover/test_prover_cuda.py::test_cuda_03_step_profile",
-    "tests/prover/test_prover_cuda.py::test_cuda_03_out_of_memory_halves_the_batch",
-    "tests/latentwire/test_latentwire_cuda.py::test_cuda_06_all_checks_pass",
-    "tests/latentwire/test_latentwire_cuda.py::test_cuda_06_a_variant_is_timed_with_events_and_swept",
-    "tests/gpu/test_cuda_paths.py::test_cuda_environment_stamp",
-    "tests/gpu/test_cuda_paths.py::test_cuda_memory_peak_and_free",
-    "tests/gpu/test_cuda_paths.py::test_cuda_sizes_of_the_floors",
-    "tests/kit/test_launches.py::test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",
-    "tests/prover/test_prover_core_mining.py::test_sparse_counts_on_cuda_equal_cpu",
-    "tests/vae/test_vae_captured.py::test_cuda_one_replay_per_step_same_math_no_sync[off]",
-    "tests/vae/test_vae_remap.py::test_presence_remap_on_cuda_is_sync_free_and_correct",
-    "tests/vae/test_vae_train.py::test_optimized_step_on_cuda_has_no_sync_warnings",
-)
 
 
 class NoGPU(RuntimeError):
@@ -293,7 +277,7 @@ def tests_step(out: Path, commit: dict, redo: bool, no_tests: bool,
     elif no_tests:
         tests = earlier_tests(out)
     else:
-        tests = run_gpu_tests(out, commit, test_timeout=window.test_timeout(test_part()), deadline=deadline)
+        tests = run_gpu_tests(out, commit, test_timeout=estimate.limit_per_test(test_part()), deadline=deadline)
         status = "cut" if tests[0] == CUT else "failed" if tests[0] else "ok"
         window.record(out, tests_part_name(), status, time.perf_counter() - t0, tests[1])
     print(f"gpu-check: GPU tests {tests[1]}", flush=True)
@@ -435,7 +419,7 @@ def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir:
     """`perflab gpu-check`: the GPU tests (or an earlier pass at this commit), then the notebooks not already ok
     here at this commit, then REPORT.md led by the tests' line; each part's outcome in window.jsonl. With `deadline`
     (seconds from now) a notebook starts only if its estimate fits in what is left, and the one running at the
-    deadline is stopped at its cell ("cut"); `cell_timeout` None: sized from the estimate (`window.cell_timeout`).
+    deadline is stopped at its cell ("cut"); `cell_timeout` None: sized from the estimate (`estimate.limit_per_cell`).
     -> the exit status (0: all passed, 1: a part failed, 3: the deadline cut a part)"""
     from ..kit.env import git_commit
     from ..kit.paths import check_writable
@@ -463,7 +447,7 @@ def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir:
             print("gpu-check: skipped, already ok here at this commit with these parameters (--redo runs them "
                   "again): " + ", ".join(f"{name} (run {run_id})" for name, run_id in done.items()), flush=True)
         todo = [job for job in jobs if job[0] not in done]
-        limit = cell_timeout or window.cell_timeout(preset, [name for name, _, _ in todo])
+        limit = cell_timeout or estimate.limit_per_cell(preset, [name for name, _, _ in todo])
         outcomes, cut = notebooks_step(todo, out, clock, preset=preset, p_dir=p_dir, kernel_name=kernel_name,
                                        progress=progress, cell_timeout=limit)
     rc = catalog.run_summary(outcomes, None, todo, out, report.write(out))  # the notebooks' REPORT.md
@@ -477,14 +461,15 @@ def check(names: list[str], *, preset: str | None, overrides: list[str], nb_dir:
 def notebooks_step(jobs: list, out: Path, clock: window.Deadline, *, cell_timeout: float | None,
                    **run) -> tuple[list, list[str]]:
     """The notebooks one by one before the deadline, each outcome in window.jsonl: one whose estimate does not fit
-    in what is left is not started, one running at the deadline is stopped at its cell; both "cut", and what
-    follows is not started. -> (the outcomes that ended, the names cut)"""
+    in what is left is not started (unless it is the first), one running at the deadline is stopped at its cell;
+    both "cut", and what follows is not started. -> (the outcomes that ended, the names cut)"""
     from . import catalog
 
     outcomes, cut = [], []
-    for name, path, params in jobs:
-        need, left = window.notebook_estimate(run.get("preset"), name) or 0, clock.left()
-        if cut or left < need:
+    for i, (name, path, params) in enumerate(jobs):
+        need, left = estimate.notebook_estimate(run.get("preset"), name) or 0, clock.left()
+        # the call's first notebook always starts (else the time is idle: the estimates are estimates)
+        if cut or (i and left < need):
             why = "not started: the call's deadline came first" if cut else \
                 f"not started: {left:.0f} s left before the deadline, its estimate {need:.0f} s"
             print(f"gpu-check: {name}: {why}", flush=True)

@@ -15,7 +15,7 @@ rows: a part planned but never reported was cut by the deadline.
 
 A hard stop for everything: the call's deadline (`Deadline`: a notebook is started only when its estimate fits in
 what is left, and one running at the deadline is stopped as Ctrl-C stops it, recorded at its cell), a limit per cell
-(papermill's execution_timeout) and per test (`perflab.runner.testguard`), both sized from the estimate.
+(papermill's execution_timeout) and per test (`perflab.runner.testguard`), both sized by `perflab.runner.estimate`.
 """
 from __future__ import annotations
 
@@ -34,34 +34,23 @@ DEADLINE_S = 540      # a call's whole run (start, run, pack) ends by then: 60 s
 WINDOW_ENV = "PERFLAB_WINDOW"   # the call's id (tools/gpu-session.sh sets it): rows of earlier calls are not this one's
 LOG = "window.jsonl"
 STATUSES = ("ok", "failed", "skipped", "cut")
-
-
-# Seconds on one H100, cold, by params/gpu-smoke/ESTIMATE.md (estimates: nothing has run on a GPU since 1a70d9c).
-SMOKE_S = {"01_profile_probe1d": 22, "02_slab_stats": 44, "03_eval": 50, "04_early_exit": 43, "05_vae_sync": 49,
-           "06_latentwire_amp": 60}
-FULL_S = {"01_profile_probe1d": 235, "02_slab_stats": 530, "03_eval": 285, "04_early_exit": 190, "05_vae_sync": 340,
-          "06_latentwire_amp": 510}
-TESTS_S = {"quick": 37, "compiled": 280, "": 317}
-CELL_FACTOR = 2.0     # a cell's limit: twice the largest estimate of a notebook in the call (a cell is at most its
-                      # notebook's whole work; twice: the estimates' error)
-MIN_TEST_S = 60.0     # a test's limit at least (the first test of a part pays CUDA's start)
-
-
-def notebook_estimate(preset: str | None, name: str) -> float | None:
-    """A notebook's estimated seconds on a preset (gpu-smoke, gpu), or None where nothing is estimated."""
-    return {"gpu-smoke": SMOKE_S, "gpu": FULL_S}.get(preset or "", {}).get(name)
-
-
-def cell_timeout(preset: str | None, names: list[str]) -> float | None:
-    """The per-cell limit for these notebooks: CELL_FACTOR x the largest estimate (None: no estimate for any)."""
-    found = [e for e in (notebook_estimate(preset, n) for n in names) if e]
-    return math.ceil(CELL_FACTOR * max(found)) if found else None
-
-
-def test_timeout(part: str) -> float:
-    """The per-test limit of a test part: its whole estimate (no one test should take as long as its part), at least
-    MIN_TEST_S."""
-    return max(MIN_TEST_S, float(TESTS_S[part]))
+# The GPU tests that compile nothing with inductor and start no subprocess: seconds each on a cold H100 (the smoke's
+# part). Every other `-m gpu` test is the "compiled" part, so a new GPU test lands there unless listed here.
+QUICK_GPU_TESTS = (
+    "tests/prover/test_prover_cuda.py::test_cuda_03_correctness_checks_pass",
+    "tests/prover/test_prover_cuda.py::test_cuda_03_step_profile",
+    "tests/prover/test_prover_cuda.py::test_cuda_03_out_of_memory_halves_the_batch",
+    "tests/latentwire/test_latentwire_cuda.py::test_cuda_06_all_checks_pass",
+    "tests/latentwire/test_latentwire_cuda.py::test_cuda_06_a_variant_is_timed_with_events_and_swept",
+    "tests/gpu/test_cuda_paths.py::test_cuda_environment_stamp",
+    "tests/gpu/test_cuda_paths.py::test_cuda_memory_peak_and_free",
+    "tests/gpu/test_cuda_paths.py::test_cuda_sizes_of_the_floors",
+    "tests/kit/test_launches.py::test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",
+    "tests/prover/test_prover_core_mining.py::test_sparse_counts_on_cuda_equal_cpu",
+    "tests/vae/test_vae_captured.py::test_cuda_one_replay_per_step_same_math_no_sync[off]",
+    "tests/vae/test_vae_remap.py::test_presence_remap_on_cuda_is_sync_free_and_correct",
+    "tests/vae/test_vae_train.py::test_optimized_step_on_cuda_has_no_sync_warnings",
+)
 
 
 class Deadline:
