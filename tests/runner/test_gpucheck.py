@@ -218,3 +218,21 @@ def test_a_cell_over_its_limit_fails_and_the_deadline_cuts_the_running_notebook(
     assert rows["tiny"]["note"] == "not started: the call's deadline came first"
     statuses = [r.get("status") for r in read_rows(out / "results.jsonl") if r.get("study") == "sleepy"]
     assert statuses[-1] == "interrupted"                                         # recorded at its cell, as Ctrl-C
+
+
+@pytest.mark.slow  # two pytest runs of a hanging test (~8 s)
+def test_the_gpu_tests_stop_at_their_limit_and_at_the_deadline(tmp_path, monkeypatch):
+    from perflab.runner import window
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_hang.py").write_text("import time\n\nimport pytest\n\npytestmark = pytest.mark.gpu\n\n\n"
+                                        "def test_hangs():\n    time.sleep(60)\n\n\ndef test_after():\n    pass\n")
+    monkeypatch.delenv(gpucheck.PART_ENV, raising=False)
+    out, commit = tmp_path / "out", {"commit": "abc", "dirty": False}
+    rc, line = gpucheck.run_gpu_tests(out, commit, tests, test_timeout=2)   # the hanging test fails, the next runs
+    assert rc == 1 and line.startswith("1 failed, 1 passed"), (out / "gpu-tests.txt").read_text()
+    t0 = time.monotonic()
+    rc, line = gpucheck.run_gpu_tests(out, commit, tests, deadline=window.Deadline(4))   # the call's deadline
+    assert rc == gpucheck.CUT and line.startswith("stopped by the call's deadline") and time.monotonic() - t0 < 40
+    assert gpucheck.outcome((out / "gpu-tests.txt").read_text())[0] == 1     # a cut run is no pass
