@@ -17,6 +17,13 @@ tree's known commit counts: on a dirty or unknown one nothing is skipped. Induct
 to `<folder>/compile-cache/` (TORCHINDUCTOR_CACHE_DIR, unless set already), so a later window that brings the folder
 back finds the kernels already compiled.
 
+A hard stop for everything: with `--deadline SECONDS` (tools/gpu-session.sh gives the runner its share of the call)
+a notebook starts only if its estimate (`perflab.runner.estimate`) fits in what is left, the first of the call
+always, and the one running at the deadline is stopped at its cell, as Ctrl-C stops it; the GPU tests are stopped
+there too. Each cell stops at a limit sized from the estimate (`--cell-timeout` to choose another) and each GPU test
+at its part's (`perflab.runner.testguard`). Each part's outcome goes to window.jsonl (ok, failed, skipped, cut); the
+exit status is 0, 1 (a part failed) or 3 (the deadline cut one; the next call goes on from there).
+
 The GPU tests come in two parts on a host lent for minutes ($PERFLAB_GPU_TESTS; unset: all of them in one run):
 "quick" (`QUICK_GPU_TESTS`: eager code on CUDA, no inductor compile, no subprocess; `tools/gpu-session.sh smoke`
 runs them with the smoke notebooks) and "compiled" (every other `-m gpu` test: inductor's kernels, CUDA graphs,
