@@ -4,6 +4,8 @@
 #   make test-fast the edit loop: ruff and the tests not marked slow (no notebook executed, no Slurm, no browser)
 #   make test-min  the same pytest on the oldest torch pyproject.toml accepts (torch==2.11.0, its own venv)
 #   make lab   JupyterLab on the perflab kernel
+#   make mutate    mutation testing (mutmut) of the kit and the studies' optimized code, each with its fast tests;
+#                  report in outputs/mutation/<commit>/REPORT.md (not part of make test: ~5-20 min a module)
 #
 # GPU hosts: install your CUDA build of torch instead of the CPU pin, e.g.
 #   make run TORCH_INDEX=https://download.pytorch.org/whl/cu130   (torch==2.13.0: what CI tests)
@@ -28,7 +30,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 MIN_VENV  ?= .venv-torch2.11
 MIN_TORCH ?= torch==2.11.0
 
-.PHONY: setup run test test-fast nbval test-wheel test-min lab clean distclean
+.PHONY: setup run test test-fast nbval test-wheel test-min mutate lab clean distclean
 
 setup: $(STAMP)
 
@@ -81,6 +83,16 @@ nbval:
 test-min:
 	$(MAKE) --no-print-directory setup VENV=$(MIN_VENV) TORCH=$(MIN_TORCH)
 	$(MIN_VENV)/bin/python -m pytest -q -m "not slurm and not browser and not wheel" tests
+
+# mutation testing (issue 39): mutmut, pinned in pyproject.toml's `mutation` extra, installed on first use. One module
+# at a time (MODULES: names from mutation/mutate.py, or all), each with its fast tests only, one worker at nice 19
+# (MUTATE_FLAGS: e.g. --until 15:40 to start no module after then, --children 2). Survivors and equivalent mutants:
+# mutation/equivalent.toml and the report.
+MODULES      ?= all
+MUTATE_FLAGS ?=
+mutate: setup
+	@$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -q -e '.[mutation]'
+	$(PY) mutation/mutate.py $(MUTATE_FLAGS) $(MODULES)
 
 # root (containers, cloud images) must say so to JupyterLab; nbval's conftest.py is no notebook: hidden from the
 # file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/project/test_lab.py changes.

@@ -1,0 +1,192 @@
+"""Mutation testing (issue 39, "tests with teeth"): mutmut over one module at a time, its fast tests only.
+
+    python mutation/mutate.py judge verdicts           # run these modules (MODULES below), then write the report
+    python mutation/mutate.py --report                 # only rewrite the report from the runs kept
+    python mutation/mutate.py --until 15:40 all        # start no module after 15:40 UTC
+
+Each module runs in its own folder, .mutation/<module>/ (ignored): mutmut copies src/ and tests/ into its mutants/
+there, so the checkout and anyone testing in it are untouched. A module's run keeps its results: run it again after
+adding tests and only its survivors are tried again (mutmut keeps what was killed). Results go to
+outputs/mutation/<short commit>/: <module>.json (every mutant's status, a survivor's diff) and REPORT.md, which
+reads mutation/equivalent.toml (mutant name -> why no test can tell it from the original).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".mutation"
+FAST = "not slow and not gpu and not wheel and not slurm and not browser"
+
+# module -> (the file mutated, the fast tests that exercise it). mutmut runs, per mutant, only the tests that
+# called the mutated function in a clean run.
+MODULES = {
+    "judge": ("src/perflab/kit/judge.py", ["tests/kit/test_judge.py", "tests/kit/test_verdicts.py", "tests/kit/test_claims.py",
+                                           "tests/kit/test_decide.py", "tests/kit/test_intervals.py"]),
+    "verdicts": ("src/perflab/kit/verdicts.py", ["tests/kit/test_verdicts.py", "tests/kit/test_decide.py", "tests/kit/test_claims.py"]),
+    "claims": ("src/perflab/kit/claims.py", ["tests/kit/test_claims.py", "tests/kit/test_verdicts.py"]),
+    "syncs": ("src/perflab/kit/syncs.py", ["tests/kit/test_syncs.py", "tests/kit/test_host_transfers.py"]),
+    "launches": ("src/perflab/kit/launches.py", ["tests/kit/test_launches.py"]),
+    "bench": ("src/perflab/kit/bench.py", ["tests/kit/test_bench.py", "tests/kit/test_results.py"]),
+    "deciding": ("src/perflab/kit/deciding.py", ["tests/kit/test_decide.py", "tests/kit/test_rounds.py"]),
+    "latentwire.optimized": ("src/perflab/latentwire/optimized.py", ["tests/latentwire/test_latentwire_trainers.py",
+                                                                     "tests/latentwire/test_latentwire_losses.py"]),
+    "latentwire.checks": ("src/perflab/latentwire/checks.py", ["tests/latentwire"]),
+    "probe1d.optimized": ("src/perflab/probe1d/optimized.py", ["tests/probe1d/test_probe1d_fits_vs_reference.py",
+                                                               "tests/probe1d/test_probe1d_kernels.py",
+                                                               "tests/probe1d/test_probe1d_syncs.py"]),
+    "probe1d.checks": ("src/perflab/probe1d/checks.py", ["tests/probe1d"]),
+    "vae.optimized": ("src/perflab/vae/optimized.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
+    "vae.checks": ("src/perflab/vae/checks.py", ["tests/vae"]),
+    # 04's optimized version is core.rollout.recycle (early_exit/optimized.py calls it); the other loops live beside it
+    "prover.core.rollout": ("src/perflab/prover/core/rollout.py", ["tests/prover/test_prover_early_exit.py",
+                                                                   "tests/prover/test_prover_core_engine.py"]),
+    "prover.early_exit.checks": ("src/perflab/prover/early_exit/checks.py", ["tests/prover"]),
+    "prover.evaluation.optimized": ("src/perflab/prover/evaluation/optimized.py", ["tests/prover"]),
+    "prover.links.optimized": ("src/perflab/prover/links/optimized.py", ["tests/prover"]),
+}
+
+
+def short_commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def prepare(name: str) -> Path:
+    """The module's folder: src, tests and pyproject.toml linked from the checkout, and mutmut's setup.cfg."""
+    source, tests = MODULES[name]
+    work = WORK / name
+    work.mkdir(parents=True, exist_ok=True)
+    for link in ("src", "tests", "pyproject.toml"):
+        if not (work / link).exists():
+            (work / link).symlink_to(ROOT / link)
+    lines = ["[mutmut]", "source_paths = src/perflab", f"only_mutate = {source}", "pytest_add_cli_args_test_selection ="]
+    lines += [f"    {t}" for t in tests]
+    lines += ["pytest_add_cli_args =", "    -m", f"    {FAST}", "    -p", "    no:cacheprovider",
+              # torch is not fork-safe once its thread pools have run: workers forked from a server that ran no test
+              "process_isolation = forkserver", "use_git_change_detection = false", ""]
+    (work / "setup.cfg").write_text("\n".join(lines))
+    return work
+
+
+def statuses(work: Path, source: str) -> dict[str, int | None]:
+    meta = work / "mutants" / (source + ".meta")
+    return json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+
+
+def run_module(name: str, children: int, out: Path) -> None:
+    source, _ = MODULES[name]
+    work = prepare(name)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    mutmut = [sys.executable, "-m", "mutmut"]
+    # a second run tries the survivors again (new tests); mutmut keeps what was killed
+    again = [k for k, code in statuses(work, source).items() if code in (0, 5, 33)]
+    cmd = ["nice", "-n", "19", *mutmut, "run", "--max-children", str(children), *again]
+    note = f" (again: {len(again)} survivors)" if again else ""
+    print(f"== {name}: mutmut run{note}, log in {work / 'mutmut.log'}", flush=True)
+    with open(work / "mutmut.log", "a") as log:  # mutmut draws a spinner: kept out of the terminal
+        subprocess.run(cmd, cwd=work, env=env, check=False, stdout=log, stderr=subprocess.STDOUT)
+    save(name, work, out)
+
+
+def save(name: str, work: Path, out: Path) -> None:
+    from mutmut.stats import status_by_exit_code
+    source, tests = MODULES[name]
+    codes = statuses(work, source)
+    rows = {}
+    for key, code in sorted(codes.items(), key=lambda kv: _order(kv[0])):
+        status = status_by_exit_code[code]
+        row = {"status": status}
+        if status not in ("killed", "timeout"):
+            diff = subprocess.run([sys.executable, "-m", "mutmut", "show", key], cwd=work, capture_output=True, text=True)
+            row["diff"] = diff.stdout.split("\n", 1)[1] if diff.stdout.count("\n") else diff.stdout
+        rows[key] = row
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps({"module": name, "source": source, "tests": tests, "fast": FAST, "commit": short_commit(),
+                                                  "mutants": rows}, indent=1) + "\n")
+
+
+def _order(key: str):
+    head, _, n = key.rpartition("__mutmut_")
+    return head, int(n) if n.isdigit() else 0
+
+
+def report(out: Path) -> Path:
+    eq_file = ROOT / "mutation" / "equivalent.toml"
+    equivalent = tomllib.loads(eq_file.read_text()) if eq_file.exists() else {}
+    lines = [f"# Mutation testing: {out.relative_to(ROOT)}", "",
+             "mutmut 3 (`make mutate`, `mutation/mutate.py`), one module at a time, each with its fast tests only "
+             f"(`-m \"{FAST}\"`); per mutant, the tests that called the mutated function in a clean run.",
+             "Timed out (a mutant that loops: the suite would hang, then fail) counts as detected. Kill rate: (killed + "
+             "timed out) / (mutants - equivalent). Equivalent mutants and why: mutation/equivalent.toml.", "",
+             "Each module's mutants are made from its source at the commit the module was last run at (column 'at'), "
+             "and run against the tests of that moment.", "",
+             "| module | at | tests | mutants | killed | timed out | survived | no tests | equivalent | kill rate |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    details = []
+    for path in sorted(out.glob("*.json")):
+        data = json.loads(path.read_text())
+        name, rows = data["module"], data["mutants"]
+        eq = equivalent.get(name, {})
+        count = {s: 0 for s in ("killed", "timeout", "survived", "no tests", "equivalent", "other")}
+        left = []
+        for key, row in rows.items():
+            status = row["status"]
+            if status in ("survived", "no tests") and key in eq:
+                count["equivalent"] += 1
+                details.append((name, key, "equivalent", eq[key], row.get("diff", "")))
+                continue
+            count[status if status in count else "other"] += 1
+            if status not in ("killed", "timeout"):
+                left.append(key)
+                details.append((name, key, status, "", row.get("diff", "")))
+        real = len(rows) - count["equivalent"]
+        rate = (count["killed"] + count["timeout"]) / real if real else 1.0
+        tests = ", ".join(t.removeprefix("tests/") for t in data["tests"])
+        lines.append(f"| {name} | {data['commit']} | {tests} | {len(rows)} | {count['killed']} | "
+                     f"{count['timeout']} | {count['survived'] + count['other']} | {count['no tests']} | {count['equivalent']} | "
+                     f"{rate:.0%}{'' if rate >= 0.9 else ' (below 90%)'} |")
+    lines += ["", "## Not killed", ""]
+    for _name, key, status, reason, diff in details:
+        lines.append(f"### {key}: {status}" + (f" ({reason})" if reason else ""))
+        lines += ["```diff", diff.strip(), "```", ""]
+    (out / "REPORT.md").write_text("\n".join(lines) + "\n")
+    return out / "REPORT.md"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help=f"'all' or some of: {', '.join(MODULES)}")
+    parser.add_argument("--report", action="store_true", help="only rewrite REPORT.md from the runs kept")
+    parser.add_argument("--children", type=int, default=1, help="mutmut's worker processes (default 1)")
+    parser.add_argument("--until", help="HH:MM UTC: start no module after it")
+    parser.add_argument("--out", type=Path, help="results folder (default outputs/mutation/<short commit>)")
+    parser.add_argument("--fresh", action="store_true", help="forget a module's earlier results")
+    args = parser.parse_args()
+    out = (args.out or ROOT / "outputs" / "mutation" / short_commit()).resolve()
+    names = list(MODULES) if args.modules in (["all"], []) and not args.report else args.modules
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; choose from {', '.join(MODULES)}")
+    for name in [] if args.report else names:
+        if args.until:
+            now = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M")
+            if now >= args.until:
+                print(f"== {now} UTC is past --until {args.until}: {name} and after not started")
+                break
+        if args.fresh:
+            shutil.rmtree(WORK / name, ignore_errors=True)
+        run_module(name, args.children, out)
+    print("report:", report(out))
+
+
+if __name__ == "__main__":
+    main()
