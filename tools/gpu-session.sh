@@ -27,10 +27,11 @@
 # part and notebook: ok / failed / skipped / cut, seconds) and its exit status: 0 all ok or skipped, 1 a part failed,
 # 2 the start failed (wheels, kernel, imports, no CUDA: the reason on the lines above), 3 a part was cut by the
 # deadline (the next call goes on from there). Nothing can hold the machine past the deadline: each notebook cell and
-# each GPU test has a limit sized from the estimate (perflab.runner.window: papermill's execution_timeout,
-# perflab.runner.testguard), a notebook whose estimate does not fit in what is left is not started, the one running
-# at the runner's deadline is stopped at its cell, and timeout(1) stops the runner 15 s later. $OUT gets res.tgz (the run folders: results, REPORT.md, window.jsonl),
-# log.txt (this call's log) and cache*.tgz (compile caches, newest first, each under the 16 MiB a file that comes
+# each GPU test has a limit sized from the estimate (perflab.runner.estimate; papermill's execution_timeout,
+# perflab.runner.testguard), a notebook whose estimate does not fit in what is left is not started (the call's first
+# always is), the one running at the runner's deadline is stopped at its cell, and timeout(1) stops the runner 15 s
+# later. $OUT gets res.tgz (the run folders: results, REPORT.md, window.jsonl), log.txt (this call's log) and
+# cache*.tgz (compile caches, newest first, each under the 16 MiB a file that comes
 # back). The call first unpacks .gpu-res/ (the last call's, never over newer files), so every notebook (and test
 # part) finished at this commit is skipped and the one a deadline cut runs again (`--redo`: everything again).
 # Arguments after the names go to gpu-check (`-p verdict_time=10`; another value is another run).
