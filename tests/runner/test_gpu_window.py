@@ -247,13 +247,13 @@ def test_each_part_selects_its_tests_and_keeps_its_own_log(tmp_path, monkeypatch
     text = report.read_text()
     assert text.startswith(gpucheck.TESTS_HEADER + "\n\nFAILED (exit 1) (compiled part): 1 failed, 11 passed in 250.0s")
     assert "passed (quick part, an earlier run): 13 passed, 670 deselected in 30.0s" in text
-    monkeypatch.delenv(gpucheck.PART_ENV)                                        # start full (--no-tests)
+    monkeypatch.delenv(gpucheck.PART_ENV)                                        # full without --tests (--no-tests)
     rc, line = gpucheck.earlier_tests(out)
     assert rc == 1 and line.startswith("quick part: 13 passed") and "compiled part: 1 failed" in line
 
 
 def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_path, monkeypatch):
-    # `start tests` in the smoke's window: REPORT.md (the smoke's) keeps one lead section, now with both parts
+    # the `tests` call in the smoke's window: REPORT.md (the smoke's) keeps one lead section, now with both parts
     import perflab.kit.env
 
     out, ran = tmp_path / "out", []
