@@ -200,3 +200,20 @@ def test_notebook_helpers_time_and_count(ladder):
     assert graphs_per_strategy(w, 4, 2) == dict.fromkeys(IMPLS, 0)  # nothing compiled when off
     counts = per_step_counts(w, 4, 2)
     assert counts["full"]["host_reads_per_step"] > 1 and all(c["launches_per_step"] > 0 for c in counts.values())
+
+
+def test_the_notebooks_schedule_check_passes_and_names_a_phantom_step(ladder, monkeypatch):
+    from perflab.prover.early_exit import checks
+    from perflab.prover.early_exit.study import Workload
+
+    kg, step = ladder
+    lengths = [3, 1, 12, 2, 1, 5, 1, 1, 4, 2, 1, 1]  # the 12-step proof is moved to the back of the queue
+    w = Workload("ladder", step, _ladder_case(kg, lengths), torch.tensor(lengths))
+    with torch.inference_mode():
+        c = checks.recycle_follows_the_schedule(w, 4)
+    assert c.passed and c.name.endswith("the longest proof (12 steps) queued last"), c
+    assert c.detail.endswith("0 of 17 steps' busy slots differ (allowed 0)"), c.detail
+    monkeypatch.setattr(checks, "recycle_schedule", lambda ls, b: checks.reference.recycle_schedule(ls, b) + [1])
+    with torch.inference_mode():
+        c = checks.recycle_follows_the_schedule(w, 4)
+    assert not c.passed and "(the schedule: 18, 72," in c.detail and "1 of 18 steps' busy slots differ" in c.detail

@@ -8,6 +8,8 @@ import torch
 from ...kit.claims import Check
 from ..core.ranking import outside, rank_bounds, ranks
 from ..core.rollout import RolloutResult
+from . import reference
+from .reference import recycle_schedule
 from .study import IMPLS, run_strategies
 
 
@@ -37,6 +39,25 @@ def strategies_match(label: str, results: dict[str, RolloutResult]) -> Check:
                  + ("" if sum(bad.values()) == 0 else f": {bad}"))
 
 
+def recycle_follows_the_schedule(ladder, batch: int) -> Check:
+    """Recycle on the ladder with its longest proof queued last (the edge where a phantom last step, or a slot
+    refilled a step late, shows): its steps, slot-steps, wasted slot-steps and busy slots per step must be those of
+    the plain schedule (`reference.recycle_schedule`)."""
+    lengths = ladder.lengths.tolist()
+    last = max(range(len(lengths)), key=lambda i: (lengths[i], i))
+    order = [i for i in range(len(lengths)) if i != last] + [last]
+    trace: list = []
+    r = IMPLS["recycle"](ladder.step, ladder.candidates[order], batch, trace=trace)
+    busy = recycle_schedule([lengths[i] for i in order], batch)
+    got = (r.steps_executed, r.slot_steps, r.wasted_slot_steps)
+    want = (len(busy), len(busy) * batch, len(busy) * batch - sum(busy))
+    off = sum(a != b for a, b in zip([active for _, _, active in trace], busy)) + abs(len(trace) - len(busy))
+    return Check(f"recycle: the plain schedule's steps and busy slots, the longest proof ({max(lengths)} steps) "
+                 "queued last", got == want and off == 0,
+                 f"{got[0]} steps, {got[1]} slot-steps, {got[2]} wasted (the schedule: {want[0]}, {want[1]}, "
+                 f"{want[2]}); {off} of {len(busy)} steps' busy slots differ (allowed 0)")
+
+
 def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
     """Study 4's checks: every strategy gives the same proofs on a ladder sample (of designed lengths)
     and on study 3's candidates (`family`: the graph `kg` names; the same ranks).
@@ -51,6 +72,7 @@ def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
         strategies_match(f"ladder ({len(ladder.candidates)} candidates)", res_l),
         Check("ladder: steps equal the designed proof lengths", off_len == 0,
               f"{off_len} of {len(ladder.lengths)} differ (allowed 0)"),
+        recycle_follows_the_schedule(ladder, batch),
         strategies_match(f"{family.graph} ({len(family.candidates)} candidates)", res_f),
         Check(f"{family.graph}: ranks equal across strategies up to float rounding", off_rank == 0,
               f"{off_rank} of {sum(r.numel() for r in rank.values())} ranks outside their tie bounds (allowed 0)"),
