@@ -1,6 +1,7 @@
 """The one claims kit (perflab.kit.claims): claim mistakes refused when the claims are built or judged, the setup a claim
 is about, one meaning of partly and fixed, the log, the checks, the figure."""
 import dataclasses
+import math
 from typing import Literal
 
 import pytest
@@ -46,7 +47,7 @@ class RP(RunParams):
     (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"batch": "64"}), params=P),
      "claim 'a': setup batch='64' is not an int, as P.batch is"),
     (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"mode": "max"}), params=RP),
-     "claim 'a': setup mode='max' is not one of 'head' | 'tail', as RP.mode is"),
+     r"claim 'a': setup mode='max' is not one of 'head' \| 'tail', as RP.mode is"),  # | escaped: not an alternation
     (lambda: Claims(Claim("a", "t", "1", at_least=1, setup={"bach": 1}), params=RP),  # its device named once
      "claim 'a': setup key 'bach' is not a parameter of RP; allowed: device, out_dir, seed, threads, min_run_time, "
      "max_run_time, verdict_time, batch, mode$"),
@@ -180,3 +181,112 @@ def test_several_setup_keys_read_as_one_phrase_and_why_not_is_printed(tmp_path, 
     c.log(ResultsLog(tmp_path / "r.jsonl", study="s", stamp={}), [row])
     out = capsys.readouterr().out
     assert "    why: a GPU mechanism" in out and "judged:" not in out
+
+
+def test_a_setup_key_after_the_device_is_checked_too():
+    with pytest.raises(ClaimError, match="claim 'a': setup key 'btach' is not a parameter of P"):
+        Claims(Claim("a", "t", "1", at_least=1, setup={"device": "cuda", "btach": 64}), params=P)
+
+
+def test_the_log_holds_what_each_row_says_and_the_printout_its_source(tmp_path, capsys):
+    import types
+
+    c = Claims(Claim("speed", "2x faster", ">= 2x", at_least=2.0, source="seed 002"),
+               Claim("mem", "half the memory", "<= 0.5", at_most=0.5), headline="mem")
+    rows = c.judge({"speed": (Measured(2.5, 2.2, 2.8), "2.5x"), "mem": (Measured.exact(0.4), "0.4 of it")})
+    rows[1]["note"] = ""                                     # an empty field is not logged
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    c.log(types.SimpleNamespace(log=log), rows)              # a run: its .log
+    speed, mem = log.rows(kind="claim")
+    assert (speed["claim"], speed["claimed"], speed["measured"], speed["verdict"]) == ("2x faster", ">= 2x", "2.5x",
+                                                                                       "holds")
+    assert speed["source"] == "seed 002" and "source" not in mem and "note" not in mem
+    assert log.rows(kind="note")[0]["text"] == "half the memory: 0.4 of it [holds]"
+    out = capsys.readouterr().out
+    assert out == ("[holds] 2x faster (seed 002)\n    claimed: >= 2x\n    here: 2.5x\n"
+                   "    judged: 2.5 [2.2, 2.8] against >= 2\n"
+                   "[holds] half the memory\n    claimed: <= 0.5\n    here: 0.4 of it\n"
+                   "    judged: 0.4 (exact) against <= 0.5\n")
+    with pytest.raises(ClaimError, match=r"headline 'speed_2x' is not among the rows: speed, mem$"):
+        c.log(log, rows, headline="speed_2x")
+
+
+def test_report_checks_logs_and_prints_each_outcome_and_names_every_failure(tmp_path, capsys):
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    run = type("Run", (), {"log": log})()
+    checks = [Check("a", True, "gap 1e-7"), Check("b", False), Check("c", False, "gap 3e-2")]
+    with pytest.raises(AssertionError, match=r"^correctness checks failed: b; c \(gap 3e-2\)$"):
+        report_checks(run, checks)
+    assert report_checks(run, {"d": 1, "e": 0}, stop=False) == [Check("d", True), Check("e", False)]
+    assert [(r["name"], r["passed"], r["detail"]) for r in log.rows(kind="check")] == [
+        ("a", True, "gap 1e-7"), ("b", False, ""), ("c", False, "gap 3e-2"), ("d", True, ""), ("e", False, "")]
+    assert capsys.readouterr().out == "PASS  a (gap 1e-7)\nFAIL  b\nFAIL  c (gap 3e-2)\nPASS  d\nFAIL  e\n"
+
+
+def test_a_setup_value_of_another_type_is_named_with_its_article():
+    with pytest.raises(ClaimError, match="claim 'a': setup compile=1 is not a str, as P.compile is"):
+        Claims(Claim("a", "t", "1", at_least=1, setup={"compile": 1}), params=P)
+
+
+def test_judged_text_needs_a_value_and_a_rule_and_says_rounds_and_note():
+    assert judged_text({"value": 1.0, "low": 1.0, "high": 1.0}) == ""             # no rule: nothing judged
+    assert judged_text({"rule": ">= 2"}) == ""                                      # no value
+    row = {"value": 2.5, "low": 2.0, "high": 3.0, "rule": ">= 2", "confidence": 0.99, "rounds": 12, "seconds": 0.5,
+           "note": "budget spent"}
+    assert judged_text(row) == "2.5 [2, 3] against >= 2 (99% interval; 12 rounds; 0.50 s); budget spent"
+
+
+def _marks(ax):
+    """An axis' lines as (marker, x data, colour, line style, line width)."""
+    import matplotlib.colors as mc
+
+    return [(line.get_marker(), [float(x) for x in line.get_xdata()], mc.to_hex(line.get_color()), line.get_linestyle(),
+             line.get_linewidth()) for line in ax.lines]
+
+
+def test_the_figure_draws_each_interval_value_and_threshold_where_they_are():
+    """Where each mark is, in data units: the interval as a bar from low to high in its verdict's colour (an unbounded
+    end as an arrow at the edge), the value as a dot, the threshold a black line, partly a dashed one; linear where a
+    number is not positive; the axes hold every number; several runs one row each."""
+    import matplotlib
+
+    from perflab.kit.claims import COLORS
+
+    matplotlib.use("Agg")
+    c = Claims(Claim("speed", "3x faster", "3x", at_least=3.0, partly=1.2),
+               Claim("delta", "a change of at most 0.1", "0.1", at_most=0.1, partly=0.3),
+               Claim("open", "a rate of at least 2", "2", at_least=2.0))
+    rows = c.judge({"speed": (Measured(2.0, 1.5, 2.5), "2x"), "delta": (Measured(0.05, -0.2, 0.2), "0.05"),
+                    "open": (Measured(3.0, -math.inf, math.inf), "3")})
+    fig = claims_figure({"A": rows, "B": rows[:1]})
+    speed, delta, open_ = fig.axes
+    assert (speed.get_xscale(), delta.get_xscale()) == ("log", "linear")     # delta's low is negative
+    partly, noise = COLORS["partly holds"], COLORS["within noise"]
+    assert ("None", [1.5, 2.5], partly, "-", 5.0) in _marks(speed)           # run A's bar, and run B's (a row below)
+    assert [m[1] for m in _marks(speed) if m[0] == "o"] == [[2.0], [2.0]]
+    assert ("None", [3.0, 3.0], "#000000", "-", 1.2) in _marks(speed)        # the threshold
+    assert ("None", [1.2, 1.2], "#f9a825", "--", 1.2) in _marks(speed)       # partly
+    assert [list(line.get_ydata()) for line in speed.lines if line.get_marker() == "o"] == [[0], [-1]]
+    assert speed.get_ylim() == (-1.6, 0.6)
+    lo, hi = speed.get_xlim()
+    assert lo < 1.2 and hi > 3.0 and lo > 0
+    assert ("None", [-0.2, 0.2], noise, "-", 5.0) in _marks(delta)
+    assert ("None", [0.3, 0.3], "#f9a825", "--", 1.2) in _marks(delta) and ("None", [0.1, 0.1], "#000000", "-", 1.2) \
+        in _marks(delta)
+    lo, hi = delta.get_xlim()
+    assert lo < -0.2 and hi > 0.3
+    # both ends unbounded: the bar from edge to edge, an arrow at each
+    lo, hi = open_.get_xlim()
+    arrows = [(m[0], m[1]) for m in _marks(open_) if m[0] in "<>"]
+    assert arrows == [("<", [lo]), (">", [hi])] and lo < 2.0 < 3.0 < hi
+    assert not any(m[0] == "D" for ax in fig.axes for m in _marks(ax))     # no typical round logged
+
+
+def test_the_log_scale_is_for_positive_ratios():
+    from perflab.kit.claims import _ratio_scale
+
+    assert _ratio_scale({"value": 2.0, "low": 1.8, "high": 2.2, "at_least": 1.5, "at_most": None, "partly": None})
+    assert _ratio_scale({"value": 0.2, "low": 0.1, "high": 0.5, "at_least": None, "at_most": 0.3, "partly": None})
+    assert not _ratio_scale({"value": 1.2, "low": 1.1, "high": 1.3, "at_least": 1.4, "at_most": None, "partly": None})
+    assert not _ratio_scale({"value": 2.0, "low": 0.0, "high": 4.0, "at_least": 1.5, "at_most": None, "partly": None})
+    assert not _ratio_scale({"value": math.inf, "low": None, "high": None, "at_least": None})   # no finite number

@@ -1,0 +1,95 @@
+"""Each rollout loop's bookkeeping against its schedule written out simply (core.rollout's module doc): steps run,
+rows computed, rows wasted, host reads and the per-step trace, on ladder proofs of known lengths. The speedups study
+04 claims are ratios of these counts; the loops' outcomes are compared in test_prover_early_exit.py."""
+import pytest
+import torch
+
+from perflab.prover.core import rollout
+from perflab.prover.core.data import ladder_kg, ladder_queries
+from perflab.prover.core.engine import UnificationEngine
+from perflab.prover.core.policy import PolicyConfig, make_policy
+from perflab.prover.core.step import GreedyStep
+
+LENGTHS = [3, 1, 1, 7, 2, 1, 1, 1, 5, 1, 2, 12, 1, 1, 4, 1, 1, 2, 1, 1]   # 20: two chunks of 8 and one of 4
+
+
+@pytest.fixture(scope="module")
+def ladder():
+    kg = ladder_kg(levels=12, n_pairs=16, n_constants=64)
+    engine = UnificationEngine(kg, max_derived=6, end_action=False)
+    step = GreedyStep(engine, make_policy(kg, PolicyConfig(embed_dim=16, hidden=32, n_blocks=1), seed=3), max_depth=12)
+    return step, ladder_queries(kg, torch.tensor(LENGTHS), torch.Generator().manual_seed(1))
+
+
+def _chunks(batch):
+    return [LENGTHS[i:i + batch] for i in range(0, len(LENGTHS), batch)]
+
+
+def _expected(name, batch, min_bucket):
+    """(steps, rows computed, host reads, per step (rows computed, rows active before it)) of each loop, by its rule:
+    every slot of a chunk each step (full, masked), the active rows (compact), the smallest power-of-two bucket of at
+    least min_bucket holding them (bucketed); reads: one per step, and one more that finds no row left (compact,
+    bucketed), and one for the outcomes."""
+    steps = computed = reads = 0
+    trace = []
+    for chunk in _chunks(batch):
+        for t in range(max(chunk)):
+            active = sum(n > t for n in chunk)
+            rows = {"full": batch, "masked": batch, "compact": active,
+                    "bucketed": min(batch, max(min_bucket, 1 << (active - 1).bit_length()))}[name]
+            trace.append((rows, active))
+            steps, computed = steps + 1, computed + rows
+        reads += max(chunk) + (name in ("compact", "bucketed"))
+    return steps, computed, reads + 1, trace
+
+
+@pytest.mark.parametrize("name", ["full", "masked", "compact", "bucketed"])
+@pytest.mark.parametrize("batch", [8, 16])
+def test_each_chunked_loop_runs_the_steps_of_its_schedule(ladder, name, batch):
+    step, cands = ladder
+    steps, computed, reads, trace = _expected(name, batch, min_bucket=4)
+    kw = {"min_bucket": 4} if name == "bucketed" else {}
+    got_trace = []
+    with torch.inference_mode():
+        r = getattr(rollout, name)(step, cands, batch, trace=got_trace, **kw)
+    assert r.steps.tolist() == LENGTHS and r.records.tolist() == [1] * len(LENGTHS) and bool(r.proven.all())
+    assert (r.steps_executed, r.slot_steps, r.wasted_slot_steps, r.host_reads, r.batch) == (
+        steps, computed, computed - sum(LENGTHS), reads, batch)
+    assert [(rows, active) for _, rows, active in got_trace] == trace
+    assert len(r.trace) == len(got_trace) and r.ms_per_step == pytest.approx(1e3 * r.seconds / steps)
+
+
+def test_a_padded_chunk_counts_its_padding_as_waste(ladder):
+    step, cands = ladder
+    with torch.inference_mode():
+        r = rollout.rollout_full(step, cands[:8], n_real=5)
+    assert r.steps.tolist() == LENGTHS[:5] and r.steps_executed == 7                 # the padding's 7-step proof too
+    assert (r.slot_steps, r.wasted_slot_steps) == (7 * 8, 7 * 8 - sum(LENGTHS[:5]))
+
+
+def test_concat_sums_the_counters_of_consecutive_chunks(ladder):
+    step, cands = ladder
+    with torch.inference_mode():
+        parts = [rollout.full(step, cands[i:i + 8], 8) for i in (0, 8, 16)]
+        whole = rollout.full(step, cands, 8)
+    both = rollout.concat(parts)
+    assert torch.equal(both.steps, whole.steps) and torch.equal(both.score, whole.score)
+    assert torch.equal(both.proven, whole.proven) and torch.equal(both.records, whole.records)
+    for k in ("steps_executed", "slot_steps", "wasted_slot_steps"):
+        assert getattr(both, k) == getattr(whole, k), k
+    assert both.host_reads == sum(p.host_reads for p in parts) and both.batch == 8
+    assert both.seconds == pytest.approx(sum(p.seconds for p in parts))
+    assert both.trace == [t for p in parts for t in p.trace]
+    empty = rollout.concat([])
+    assert empty.score.shape == (0,) and empty.steps_executed == 0
+
+
+def test_pad_fill_and_the_batch_check():
+    c = torch.arange(9).view(3, 3)
+    assert torch.equal(rollout.pad_to(c, 5), torch.cat([c, c[-1:], c[-1:]]))      # the last real row repeated
+    assert rollout.pad_to(c, 3) is c
+    assert torch.equal(rollout.fill(c, 7), torch.cat([c, c, c[:1]]))
+    for bad in (0, -1, 2.0, True, "8"):
+        with pytest.raises(ValueError, match=f"batch must be an int >= 1, got {bad!r}"):
+            rollout.check_batch(bad)
+    assert rollout.check_batch(3) == 3
