@@ -8,7 +8,6 @@ import torch
 from ...kit.claims import Check
 from ..core.ranking import outside, rank_bounds, ranks
 from ..core.rollout import RolloutResult
-from . import reference
 from .reference import recycle_schedule
 from .study import IMPLS, run_strategies
 
