@@ -173,7 +173,9 @@ def test_the_limits_are_sized_from_the_estimate_and_capped_by_the_deadline(monke
     assert estimate.limit_per_test("quick") >= estimate.MIN_TEST_S
     assert estimate.limit_per_test("compiled") == estimate.COMPILED_S
     assert window.Deadline(None).cap(120) == 120 and window.Deadline(None).cap(None) is None
-    assert window.Deadline(30).cap(120) <= 30 and window.Deadline(30).cap(None) <= 30
+    assert window.Deadline(30).cap(10) == 10  # a cell's own limit, before the deadline
+    # limited by the deadline alone: just after it, so the deadline's alarm stops the cell ("cut", not "failed")
+    assert 30 < window.Deadline(30).cap(120) <= 30 + window.ALARM_FIRST_S and window.Deadline(30).cap(None) > 30
 
 
 def test_a_notebook_whose_estimate_does_not_fit_is_not_started_unless_it_is_the_first(tmp_path, monkeypatch):

@@ -53,6 +53,9 @@ QUICK_GPU_TESTS = (
 )
 
 
+ALARM_FIRST_S = 2  # a cell limited only by the deadline stops this long after it: the alarm comes first
+
+
 class Deadline:
     """The runner's share of a call: `left()` seconds until it ends (inf without one)."""
 
@@ -63,11 +66,16 @@ class Deadline:
         return math.inf if self.end is None else self.end - time.monotonic()
 
     def cap(self, seconds: float | None) -> float | None:
-        """`seconds`, no more than what is left (None: no limit but the deadline's)."""
+        """A cell's limit: `seconds` where it ends before the deadline; else the deadline's own, a moment after it
+        (`alarm` stops the cell there first, so it reads "cut", not a cell "failed" a second early)."""
         left = self.left()
         if math.isinf(left):
             return seconds
-        return max(1, int(min(seconds or left, left)))
+        if seconds is not None and seconds < left:
+            return max(1, int(seconds))
+        return max(1, math.ceil(left)) + ALARM_FIRST_S
+
+
 
     @contextlib.contextmanager
     def alarm(self):
