@@ -290,3 +290,89 @@ def test_the_log_scale_is_for_positive_ratios():
     assert not _ratio_scale({"value": 1.2, "low": 1.1, "high": 1.3, "at_least": 1.4, "at_most": None, "partly": None})
     assert not _ratio_scale({"value": 2.0, "low": 0.0, "high": 4.0, "at_least": 1.5, "at_most": None, "partly": None})
     assert not _ratio_scale({"value": math.inf, "low": None, "high": None, "at_least": None})   # no finite number
+
+
+def test_numbers_read_with_three_figures_and_commas_from_a_thousand():
+    from perflab.kit.claims import _num
+
+    assert [_num(x) for x in (-math.inf, math.inf, 999.0, 1000.0, 23456.7, 0.012345, 1e15)] == [
+        "-inf", "inf", "999", "1,000", "23,457", "0.0123", "1e+15"]
+
+
+def test_read_row_drops_an_incomplete_interval_whole_and_keeps_the_rule():
+    from perflab.kit.claims import read_row
+
+    assert read_row({"claim": "a", "value": 2.0, "low": "-inf", "at_least": 1.5, "partly": None}) == {
+        "claim": "a", "at_least": 1.5}
+    assert read_row({"value": 2.0, "low": "-inf", "high": "inf"}) == {"value": 2.0, "low": -math.inf, "high": math.inf}
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Claims(Claim("a", "t", "1", at_least=1), "b"), r"^Claims takes Claim objects, got \['Claim', 'str'\]$"),
+    (lambda: Claims(*[Claim(k, "t", "1", at_least=1) for k in "abab"]), "^claims named twice: a, b$"),
+    (lambda: Claims(Claim("a", "t", "1", at_least=1), Claim("b", "t", "1", at_least=1), headline="c"),
+     "^headline 'c' is not among the claims: a, b$"),
+    (lambda: Claim("a", "t", "1", at_least=1, x=1, y=2), "^claim 'a': unknown field 'x', 'y'; a Claim takes key, text, "
+     "claimed and at_least, at_most, partly, fixed, setup, source, metric, why_not$"),
+    (lambda: Claim("a", "t", "", at_least=1), "^claim 'a': claimed must be a non-empty string, got ''$"),
+    (lambda: Claim("a", "t", "1", at_least=1, setup=[("batch", 1)]),
+     r"^claim 'a': setup must be a mapping of parameter name to value, got \[\('batch', 1\)\]$"),
+    (lambda: Claim("a", "t", "1", at_least=1, setup={1: 2}), "^claim 'a': setup must be a mapping"),
+])
+def test_claim_mistakes_are_named_in_full(make, message):
+    with pytest.raises(ClaimError, match=message):
+        make()
+
+
+def test_a_claims_optional_fields_default_to_empty_and_the_claims_iterate_in_order():
+    a = Claim("a", "t", "1", at_least=1)
+    b = Claim("b", "t", "1", at_most=1, source="seed 002", metric="ms per step", why_not="a GPU mechanism")
+    assert (a.source, a.metric, a.why_not, a.fixed, a.setup) == ("", "", "", False, ())
+    assert (b.source, b.metric, b.why_not) == ("seed 002", "ms per step", "a GPU mechanism")
+    assert list(Claims(a, b)) == [a, b] and len(Claims(a, b)) == 2
+    assert Claim("c", "t", "1", at_least=1, setup={"batch": 64}).off_setup(object()) == "at batch=None"  # no such field
+
+
+@pytest.mark.parametrize("found, message", [
+    ({"a": (None, ""), "x": (None, ""), "y": (None, "")},
+     r"^measured for no claim: x, y; claims not measured: b, c \(give None for one not measured here\); the claims: a, b, c$"),
+    ({"a": (None, ""), "b": (None, ""), "c": (None, ""), "x": (None, "")}, "^measured for no claim: x; the claims: a, b, c$"),
+    ({"a": (None, "")}, r"^claims not measured: b, c \(give None for one not measured here\); the claims: a, b, c$"),
+    ({"a": [None, ""], "b": (None, ""), "c": (None, "")},
+     r"^claim 'a': give \(measurement or None, sentence\), got \[None, ''\]$"),
+    ({"a": (None, 5), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give \(measurement or None, sentence\), got"),
+    ({"a": (2.0, ""), "b": (None, ""), "c": (None, "")},
+     "^claim 'a': a measurement is a Measured or a Decision, got float$"),
+])
+def test_judge_refuses_what_it_cannot_read_naming_it(found, message):
+    c = Claims(*[Claim(k, "t", "1", at_least=1) for k in "abc"])
+    with pytest.raises(ClaimError, match=message):
+        c.judge(found)
+
+
+def test_judge_reads_the_device_type_of_a_device_and_needs_one_only_for_a_device_claim():
+    import torch
+
+    c = Claims(Claim("cpu", "t", "1", at_least=1, setup={"device": "cpu"}), Claim("b", "t", "1", at_least=1,
+                                                                                  setup={"batch": 16}), params=P)
+    found = {"cpu": (Measured.exact(2.0), "2"), "b": (Measured.exact(2.0), "2")}
+    assert [r["verdict"] for r in c.judge(found, cfg=P(), device=torch.device("cpu"))] == ["holds", "holds"]
+    with pytest.raises(ClaimError, match=r"^claim 'cpu' is about a device type: judge\(..., device=run.device\)$"):
+        c.judge(found, cfg=P())
+    only_batch = Claims(Claim("b", "t", "1", at_least=1, setup={"batch": 16}), params=P)
+    assert only_batch.judge({"b": (Measured.exact(2.0), "2")}, cfg=P())[0]["verdict"] == "holds"   # no device needed
+
+
+def test_a_row_says_why_it_was_not_tested_and_what_a_decision_measured():
+    c = Claims(Claim("a", "t", "1", at_least=1, why_not="a GPU target"), Claim("b", "t", "1", at_least=1),
+               Claim("c", "t", "1", at_least=1, setup={"batch": 64}, why_not="the seed's batch"),
+               Claim("d", "t", "1", at_least=1, why_not="said where not tested"), params=P)
+    d = Decision("holds", 3.0, 2.5, 3.5, 12, 0.31, 0.99, "speedup", at_least=1, typical=2.9, typical_low=2.7,
+                 typical_high=3.1, note="drift added")
+    a, b, cc, dd = c.judge({"a": (None, ""), "b": (None, ""), "c": (None, ""), "d": (d, "3x")}, cfg=P())
+    assert (a["why"], b["why"], cc["why"], cc["why_not"]) == ("a GPU target", "nothing measured", "measured at batch=16",
+                                                              "the seed's batch")
+    assert "why_not" not in a and "why" not in dd and "why_not" not in dd
+    assert {k: dd[k] for k in ("quantity", "typical", "typical_low", "typical_high", "note", "value", "low", "high")} == {
+        "quantity": "speedup", "typical": 2.9, "typical_low": 2.7, "typical_high": 3.1, "note": "drift added",
+        "value": 3.0, "low": 2.5, "high": 3.5}
