@@ -93,6 +93,12 @@ def _target(args, kwargs) -> torch.device | None:
 _FROM_HOST_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
 
 
+def _host_data(args, kwargs, pos: int) -> bool:
+    """Whether a tensor-building call's data (args[pos], or data=/obj= by keyword) is host data, not a tensor."""
+    data = args[pos] if len(args) > pos else kwargs.get("data", kwargs.get("obj"))
+    return data is not None and not isinstance(data, T)
+
+
 def is_pinned(t: T) -> bool:
     """Page-locked host memory, or a tensor `pin_memory` marked on a host that cannot pin (module doc)."""
     return bool(getattr(t, "_perflab_pinned", False)) or t.is_pinned()
@@ -138,9 +144,9 @@ def _classify(func, args, kwargs, compute: torch.device) -> str | None:
     name = _ALWAYS.get(func)
     if name is not None:
         return name
-    if func in _FROM_HOST_DATA and args and not isinstance(args[0], T) and kwargs.get("device") is not None:
+    if func in _FROM_HOST_DATA and kwargs.get("device") is not None and _host_data(args, kwargs, 0):
         return "tensor(host list) -> device"
-    if func is T.new_tensor and len(args) > 1 and not isinstance(args[1], T):
+    if func is T.new_tensor and _host_data(args, kwargs, 1):   # data given by keyword too
         return "tensor(host list) -> device"
     if func in (T.__getitem__, T.__setitem__) and len(args) > 1 and _has_bool_index(args[1]):
         return f"{func.__name__}[bool mask]"
