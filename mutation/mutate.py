@@ -88,13 +88,15 @@ def run_module(name: str, children: int, out: Path) -> None:
     work = prepare(name)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     mutmut = [sys.executable, "-m", "mutmut"]
-    # a second run tries the survivors again (new tests); mutmut keeps what was killed
+    # A later run tries the survivors again by name (new tests), then runs whatever has no result yet (mutants of a
+    # function changed since, or of an interrupted run); mutmut keeps what was killed.
     again = [k for k, code in statuses(work, source).items() if code in (0, 5, 33)]
-    cmd = ["nice", "-n", "19", *mutmut, "run", "--max-children", str(children), *again]
-    note = f" (again: {len(again)} survivors)" if again else ""
-    print(f"== {name}: mutmut run{note}, log in {work / 'mutmut.log'}", flush=True)
-    with open(work / "mutmut.log", "a") as log:  # mutmut draws a spinner: kept out of the terminal
-        subprocess.run(cmd, cwd=work, env=env, check=False, stdout=log, stderr=subprocess.STDOUT)
+    for names in ([again] if again else []) + [[]]:
+        cmd = ["nice", "-n", "19", *mutmut, "run", "--max-children", str(children), *names]
+        what = f"again, {len(names)} survivors" if names else "mutants without a result"
+        print(f"== {name}: mutmut run ({what}), log in {work / 'mutmut.log'}", flush=True)
+        with open(work / "mutmut.log", "a") as log:  # mutmut draws a spinner: kept out of the terminal
+            subprocess.run(cmd, cwd=work, env=env, check=False, stdout=log, stderr=subprocess.STDOUT)
     save(name, work, out)
 
 

@@ -99,3 +99,91 @@ def test_measure_interleaved_alternates_and_merges():
     assert switches >= 5  # a, b, a, b, a, b at least: interleaved, not one after the other
     with pytest.raises(ValueError, match="rounds"):
         measure_interleaved({"a": lambda: None}, label="x", rounds=0)
+
+
+def _times(raw, number_per_run=1, threads=2) -> Measurement:
+    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label="x", sub_label="", description="", env="",
+                    num_threads=threads)
+    return Measurement(number_per_run=number_per_run, raw_times=raw, task_spec=spec)
+
+
+def test_summary_and_its_ratios_are_the_block_times_percentiles():
+    from perflab.kit.bench import speedup_range
+
+    m = _times([2.0, 4.0, 6.0, 8.0, 10.0], number_per_run=2, threads=3)   # blocks of 2 calls: 1..5 s per call
+    assert summary(m) == {"median_s": 3.0, "iqr_s": 2.0, "p20_s": 1.8, "p80_s": 4.2, "mean_s": 3.0, "n": 5,
+                          "calls_per_block": 2, "num_threads": 3}
+    assert fmt(m) == "3.00 s (IQR 2.00 s, n=5)"
+    fast = _times([1.0, 2.0, 3.0, 4.0, 5.0], number_per_run=2)             # 0.5..2.5 s per call
+    assert speedup(m, fast) == 2.0
+    assert speedup_range(m, fast) == pytest.approx((1.8 / 2.1, 4.2 / 0.9))
+
+
+class _Timer:
+    """torch's Timer, recorded: its arguments, then adaptive_autorange's."""
+    made: list = []
+
+    def __init__(self, **kw):
+        _Timer.made.append(kw)
+
+    def adaptive_autorange(self, **kw):
+        _Timer.made.append(kw)
+        return "measurement"
+
+
+def test_measure_warms_up_synchronizes_and_hands_its_budget_to_torchs_timer(monkeypatch):
+    from perflab.kit import bench
+
+    seen = []
+    monkeypatch.setattr(bench.benchmark, "Timer", _Timer)
+    monkeypatch.setattr(bench, "synchronize", seen.append)
+    _Timer.made = []
+    fn = lambda: seen.append("call")  # noqa: E731
+    clock = lambda: 0.0  # noqa: E731
+    assert measure(fn, label="l", sub_label="s", description="d", min_run_time=0.3, max_run_time=4.0, threshold=0.05,
+                   warmup=2, num_threads=3, device="cpu", timer=clock) == "measurement"
+    assert seen == ["call", "call", "cpu"]                 # two warm-up calls, then the device synchronized
+    assert _Timer.made == [dict(stmt="fn()", globals={"fn": fn}, label="l", sub_label="s", description="d",
+                                num_threads=3, timer=clock), dict(threshold=0.05, min_run_time=0.3, max_run_time=4.0)]
+    _Timer.made, seen[:] = [], []
+    measure(fn, label="l")                                 # the defaults: one warm-up, no device, torch's clock
+    assert seen == ["call"]
+    assert _Timer.made == [dict(stmt="fn()", globals={"fn": fn}, label="l", sub_label="", description="",
+                                num_threads=torch.get_num_threads()), dict(threshold=0.1, min_run_time=0.2,
+                                                                           max_run_time=10.0)]
+    for bad in (dict(warmup=-1), dict(min_run_time=0.5, max_run_time=0.4)):
+        with pytest.raises(ValueError, match="measure: need warmup >= 0 and 0 < min_run_time <= max_run_time"):
+            measure(fn, label="l", **bad)
+
+
+def test_measure_interleaved_splits_the_budget_and_warms_up_in_the_first_round_only(monkeypatch):
+    from perflab.kit import bench
+
+    calls = []
+    monkeypatch.setattr(bench, "measure", lambda fn, **kw: calls.append(kw) or _times([1.0, 1.0]))
+    ms = measure_interleaved({"a": None, 2: None}, label="l", rounds=2, sub_labels={"a": "A"}, min_run_time=0.4,
+                             max_run_time=2.0, warmup=3, threshold=0.2)
+    assert [(c["sub_label"], c["warmup"], c["description"]) for c in calls] == [("A", 3, ""), ("2", 3, ""),
+                                                                               ("A", 0, ""), ("2", 0, "")]
+    assert all((c["label"], c["min_run_time"], c["max_run_time"], c["threshold"]) == ("l", 0.2, 1.0, 0.2) for c in calls)
+    assert len(ms["a"].times) == 4                         # both rounds' blocks, merged
+
+
+def test_the_floors_are_bytes_and_flops_over_the_median(monkeypatch):
+    from perflab.kit import bench
+
+    made = []
+    monkeypatch.setattr(bench, "measure", lambda fn, **kw: (fn(), made.append(kw)) and _times([0.5]))
+    bw, _ = bench.memory_bandwidth("cpu", nbytes=2**20, max_run_time=1.0)
+    assert bw == 2 * 2**20 / 0.5                           # a copy reads and writes every byte
+    flops, _ = bench.matmul_peak("cpu", n=64)
+    assert flops == 2 * 64**3 / 0.5
+    bench.matmul_peak("cpu", dtype=torch.float64)
+    assert [(k["sub_label"], k["description"], k["label"]) for k in made] == [
+        ("copy 1 MiB", "cpu", "floor"), ("matmul 64^3 float32", "cpu", "floor"), ("matmul 1024^3 float64", "cpu", "floor")]
+    assert made[0]["max_run_time"] == 1.0 and made[0]["device"] == torch.device("cpu")
+
+
+def test_a_table_as_torchs_compare_keeps_its_title():
+    t = compare([_fixed(0.01, "B=1", "a")], title="step")
+    assert t.torch_compare().title == "step" and not hasattr(compare([_fixed(0.01, "B=1", "a")]).torch_compare(), "title")
