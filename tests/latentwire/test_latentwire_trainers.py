@@ -243,3 +243,27 @@ def test_one_accumulated_sgd_step_equals_one_step_on_the_mean_loss_of_its_micro_
     for (n, p), p_ref in zip(model.named_parameters(), ref.parameters()):
         # fp32, the same kernels on the same rows: 1e-5 relative and 1e-6 absolute are rounding (summation order)
         torch.testing.assert_close(p, p_ref, rtol=1e-5, atol=1e-6, msg=n)
+
+
+def test_each_micro_batch_runs_under_autocast_and_ddp_syncs_once_per_accumulated_step():
+    # DDP's no_sync() on every micro-batch but the last under grad_accum: one all-reduce per optimizer step (a
+    # world of 2 faked: the trainer's model replaced by a recorder of no_sync); amp: bf16 autocast on the device
+    import contextlib
+
+    def micro_batches(**toggles):
+        tr = optimized.make_trainer(build_model(TINY), EXAMPLES, accum_steps=3, **toggles)
+        synced_later, autocast = [], []
+
+        @contextlib.contextmanager
+        def no_sync():
+            synced_later.append(i)
+            yield
+
+        tr.model, tr.world = type("DDP", (), {"no_sync": staticmethod(no_sync)})(), 2
+        for i in range(3):
+            with tr._micro(i):
+                autocast.append(torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu"))
+        return synced_later, autocast
+
+    assert micro_batches(grad_accum=True) == ([0, 1], [False] * 3)     # the last micro-batch all-reduces
+    assert micro_batches(amp=True) == ([], [torch.bfloat16] * 3)       # without grad_accum: every backward syncs
