@@ -109,13 +109,29 @@ def save(name: str, work: Path, out: Path) -> None:
     for key, code in sorted(codes.items(), key=lambda kv: _order(kv[0])):
         status = status_by_exit_code[code]
         row = {"status": status}
-        if status not in ("killed", "timeout"):
-            diff = subprocess.run([sys.executable, "-m", "mutmut", "show", key], cwd=work, capture_output=True, text=True)
-            row["diff"] = diff.stdout.split("\n", 1)[1] if diff.stdout.count("\n") else diff.stdout
         rows[key] = row
+    left = [k for k, r in rows.items() if r["status"] not in ("killed", "timeout")]
+    for key, diff in diffs(work, source, left).items():
+        rows[key]["diff"] = diff
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps({"module": name, "source": source, "tests": tests, "fast": FAST, "commit": short_commit(),
                                                   "mutants": rows}, indent=1) + "\n")
+
+
+_DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+path, names = sys.argv[1], sys.argv[2:]
+print(json.dumps({n: get_diff_for_mutant(n, path=path) for n in names}))
+"""
+
+
+def diffs(work: Path, source: str, names: list[str]) -> dict[str, str]:
+    """Each mutant's diff against the source, as `mutmut show` prints it (one process for all)."""
+    if not names:
+        return {}
+    out = subprocess.run([sys.executable, "-c", _DIFFS, source, *names], cwd=work, capture_output=True, text=True)
+    return json.loads(out.stdout) if out.returncode == 0 else {n: f"(no diff: {out.stderr[-300:]})" for n in names}
 
 
 def _order(key: str):

@@ -2,6 +2,7 @@
 and put back, note_sync, calls run unchanged inside the block, and the call forms the classifier must read (a mask in a
 tuple index, a device given by keyword, meta, a pinned non-blocking copy to another tensor's device, repeat_interleave
 of counts alone)."""
+import pytest
 import torch
 
 from perflab.kit.syncs import count_host_syncs, note_sync, pin_memory
@@ -73,6 +74,7 @@ def test_the_call_forms_the_classifier_reads():
     assert c.by_op == {"__getitem__[bool mask]": 1, "to(device) from host": 2, "repeat_interleave": 1}, c.by_op
 
 
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")
 def test_host_data_given_by_keyword_is_counted_as_given_by_position():
     # a mutant (len(args) >= 1 for new_tensor) showed new_tensor(data=...) went uncounted: the same copy from the host
     x = torch.zeros(2)
@@ -83,3 +85,57 @@ def test_host_data_given_by_keyword_is_counted_as_given_by_position():
         torch.as_tensor(data=x, device=x.device)        # a tensor already: no host data
         x.new_tensor(x)
     assert c.by_op == {"tensor(host list) -> device": 3}, c.by_op
+
+
+def test_the_conditional_syncs_in_their_keyword_forms():
+    x = torch.randn(6)
+    mask, counts = x > 0, torch.tensor([1, 2, 0, 1, 1, 2])
+    with count_host_syncs("cpu") as c:
+        torch.where(mask)                                      # where(cond): the indices' count is read
+        torch.where(mask, x, 0.0)                              # three arguments: no sync
+        torch.repeat_interleave(x, repeats=counts)             # repeats by keyword
+        torch.repeat_interleave(x, repeats=counts, output_size=7)   # the size given: no sync
+        x.clone().index_put_((mask,), values=torch.tensor(0.0))     # a bool mask, the values by keyword
+        x.clone().index_put_((torch.tensor([0, 2]),), torch.tensor(1.0))   # integer indices: no sync
+    assert c.by_op == {"where(cond)": 1, "repeat_interleave": 1, "index_put[bool mask]": 1}, c.by_op
+
+
+class _OnGPU(torch.Tensor):
+    """A host tensor that says it lives on CUDA: the classifier reads only .device (no CUDA needed here)."""
+    device = torch.device("cuda")
+
+
+def test_copies_and_cuda_calls_between_host_and_device_are_classified_by_direction():
+    from perflab.kit.syncs import _classify
+
+    host, gpu = torch.zeros(2), torch.zeros(2).as_subclass(_OnGPU)
+    pinned, cuda = pin_memory(torch.zeros(2)), torch.device("cuda")
+    copy_, to_cuda = torch.Tensor.copy_, torch.Tensor.cuda
+    assert [_classify(copy_, args, kw, cuda) for args, kw in [
+        ((host, gpu), {}),                       # device -> host: waits for the device
+        ((gpu, host), {}),                       # pageable host -> device: blocking
+        ((gpu, host, True), {}),                 # non_blocking from pageable memory is still blocking
+        ((gpu, pinned, True), {}),               # pinned and non-blocking: asynchronous
+        ((gpu, pinned), {"non_blocking": True}),
+        ((host, host), {}), ((torch.zeros(2, device="meta"), host), {}),   # nothing crosses
+    ]] == ["copy_(to cpu)", "copy_(from host)", "copy_(from host)", None, None, None, None]
+    assert [_classify(to_cuda, args, kw, cuda) for args, kw in [
+        ((host,), {}), ((pinned,), {"non_blocking": True}), ((pinned, None, True), {}), ((host, None, True), {}),
+    ]] == ["to(device) from host", None, None, "to(device) from host"]
+    assert _classify(torch.Tensor.add, (host, gpu), {}, cuda) is None
+
+
+def test_host_operands_are_counted_per_call_and_the_counter_reads_back():
+    from perflab.kit.syncs import assert_no_host_syncs, count_host_operands
+
+    x = torch.zeros(4, device="meta")
+    with count_host_operands() as c:
+        x + torch.tensor(1.0)                              # a 0-dim host tensor: a transfer on a device
+        x + torch.tensor(1.0)                              # a 0-dim host tensor: a transfer on a device
+    assert c.by_op == {"add": 2} and repr(c) == "HostOperandCounter(total=2, by_op={'add': 2})"
+    try:                                                   # an error inside the block is the block's, not a sync
+        with assert_no_host_syncs("cpu"):
+            torch.ones(1).item()
+            raise KeyError("inside")
+    except KeyError:
+        pass
