@@ -34,7 +34,8 @@ MODULES = {
                                            "tests/kit/test_decide.py", "tests/kit/test_intervals.py"]),
     "verdicts": ("src/perflab/kit/verdicts.py", ["tests/kit/test_verdicts.py", "tests/kit/test_decide.py", "tests/kit/test_claims.py"]),
     "claims": ("src/perflab/kit/claims.py", ["tests/kit/test_claims.py", "tests/kit/test_verdicts.py"]),
-    "syncs": ("src/perflab/kit/syncs.py", ["tests/kit/test_syncs.py", "tests/kit/test_host_transfers.py"]),
+    "syncs": ("src/perflab/kit/syncs.py", ["tests/kit/test_syncs.py", "tests/kit/test_syncs_counter.py",
+                                           "tests/kit/test_host_transfers.py"]),
     "launches": ("src/perflab/kit/launches.py", ["tests/kit/test_launches.py"]),
     "bench": ("src/perflab/kit/bench.py", ["tests/kit/test_bench.py", "tests/kit/test_results.py"]),
     "deciding": ("src/perflab/kit/deciding.py", ["tests/kit/test_decide.py", "tests/kit/test_rounds.py"]),
@@ -176,6 +177,9 @@ def report(out: Path) -> Path:
                      f"{count['timeout']} | {count['survived'] + count['other']} | {count['no tests']} | "
                      f"{count['equivalent']} | {count['cosmetic']} | "
                      f"{rate:.0%}{'' if rate >= 0.9 else ' (below 90%)'} |")
+    notes = ROOT / "mutation" / "notes.md"   # what the table cannot say: runs not made, targets not met, planted bugs
+    if notes.exists():
+        lines += ["", notes.read_text().strip()]
     lines += ["", "## Not killed", ""]
     for _name, key, status, reason, diff in details:
         lines.append(f"### {key}: {status}" + (f" ({reason})" if reason else ""))
