@@ -487,7 +487,9 @@ def notebooks_step(jobs: list, out: Path, clock: window.Deadline, *, cell_timeou
         with clock.alarm():
             done, stop = catalog.run_all([(name, path, params)], out, cell_timeout=clock.cap(cell_timeout), **run)
         o = done[-1]
-        if stop is not None:
+        # cut at the deadline: by its alarm (Ctrl-C's path), or, where a signal did not reach the cell in time, by the
+        # cell limit `cap` sets just after the deadline
+        if stop is not None or (not o.ok and "CellTimeoutError" in o.error and clock.left() <= 0):
             window.record(out, name, "cut", o.seconds, f"stopped at the deadline, {o.where()}")
             cut.append(name)
             continue

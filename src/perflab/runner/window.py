@@ -85,6 +85,9 @@ class Deadline:
         if math.isinf(left):
             yield
             return
+        # Ctrl-C's own handler while it lasts, whatever a library left installed (one that ignores SIGINT or does not
+        # raise would let the cell run on to its limit: "failed" instead of "cut")
+        old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
         old = signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
         signal.setitimer(signal.ITIMER_REAL, max(left, 0.01))
         try:
@@ -92,6 +95,7 @@ class Deadline:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
+            signal.signal(signal.SIGINT, old_int)
 
 
 # ---- what travels in: the tree, the wheels, the last call's results and caches, under CARRY_MIB -------------------
