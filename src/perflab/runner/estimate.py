@@ -33,8 +33,13 @@ IMPORTS_DEFAULT_S = 11.1                                   # the slowest of them
 WORK_S = {"01_profile_probe1d": 11, "02_slab_stats": 27, "03_eval": 32, "04_early_exit": 24, "05_vae_sync": 31,
           "06_latentwire_amp": 43}  # ESTIMATE.md at e2394dc, "the smoke, step by step", fixed costs and verdicts out
 CELL_S = 3.0          # a code cell after the imports, for a smoke notebook WORK_S does not list (assumed)
-FULL_S = {"03_eval": 285, "01_profile_probe1d": 235, "05_vae_sync": 340, "04_early_exit": 190, "02_slab_stats": 530,
-          "06_latentwire_amp": 510}  # ESTIMATE.md's full presets, window by window (hand, verdicts included)
+FULL_S = {"03_eval": 285, "01_profile_probe1d": 235, "05_vae_sync": 340, "04_early_exit": 190, "02_slab_stats": 440,
+          "06_latentwire_amp": 420}  # ESTIMATE.md's full presets, window by window (hand, verdicts included); 02 and 06
+# re-estimated from 1a70d9c's H100 run after their presets were cut to fit one call's runner (473 s): 02 took 473 s
+# there with max_run_time 10, 231 s of it in the two sweep cells that max_run_time bounds; at 5 s they take about half
+# (-115 s), its 4 timed verdicts at 20 s add ~80 s: ~440. 06 took 422 s with min/max_run_time 1/5 (its preset now 1/4),
+# 210 s of it in loss curves of 1,024 samples (256 now: ~53 s); its verdicts (~10 timed, 8 s) and the compiled
+# variant's inductor compile add ~140 s: ~420. Estimates, not measured.
 START_S = 12          # in the call: pip install of the 42 wheels (15 MiB), the kernel spec, the copy of the tree
 PACK_S = 6            # in the call: res.tgz, the caches, the summary
 TRANSFER_S = 10       # outside the command's limit, inside the device time: the tree in, $OUT back (assumed)
