@@ -376,3 +376,109 @@ def test_a_row_says_why_it_was_not_tested_and_what_a_decision_measured():
     assert {k: dd[k] for k in ("quantity", "typical", "typical_low", "typical_high", "note", "value", "low", "high")} == {
         "quantity": "speedup", "typical": 2.9, "typical_low": 2.7, "typical_high": 3.1, "note": "drift added",
         "value": 3.0, "low": 2.5, "high": 3.5}
+
+
+def test_a_panels_words_are_its_rows_words_wrapped_to_the_figures_width():
+    """The title, the numbers under a drawn panel and the reason on an undrawn one: exactly the rows' words, wrapped at
+    150 and 170 characters (the figure's width), an undrawn panel's text at its left, in axes units, the axes off."""
+    import matplotlib
+
+    from perflab.kit.claims import _label
+
+    matplotlib.use("Agg")
+    title = "a" * 75 + " " + "b" * 75                                  # 151 characters: two lines at 150
+    how = "c" * 68 + " " + "d" * 68                                     # the label's line: 171 characters
+    rows = [{"key": "s", "claim": title, "verdict": "holds", "value": 2.5, "low": 2.0, "high": 3.0, "at_least": 2.0,
+             "rule": ">= 2", "how": how},
+            {"key": "g", "claim": "on a GPU", "verdict": "not tested here", "why": "x" * 76 + " " + "y" * 76,
+             "value": 1.0, "low": 0.5, "high": 1.5, "at_least": 5.0}]
+    label = _label(rows[0], {k: rows[0].get(k) for k in ("value", "low", "high")}, "")
+    assert label == "holds · 2.5 [2, 3] against >= 2 · " + how and len(label) == 171
+    fig = claims_figure(rows)
+    drawn, undrawn = fig.axes
+    assert drawn.get_title("left") == "a" * 75 + "\n" + "b" * 75
+    assert drawn.xaxis.label.get_text() == "holds · 2.5 [2, 3] against >= 2 · " + "c" * 68 + "\n" + "d" * 68
+    assert drawn.axison and not undrawn.axison                          # not tested: its reason, no axes
+    [text] = undrawn.texts
+    assert text.get_text() == "not tested here (" + "x" * 76 + "\n" + "y" * 76 + ") · 1 [0.5, 1.5] against"   # 171 at once
+    assert text.get_position() == (0, 0.3) and text.get_transform() == undrawn.transAxes
+    assert fig._suptitle is None                                        # no title given, none drawn
+    assert _label({"verdict": "holds"}, {"value": 3.0, "low": 3.0, "high": 3.0}, "B") == "B: holds · 3 against "
+
+
+def test_the_figure_reads_rows_by_claim_text_and_several_runs_each_where_it_has_the_claim():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    a = {"claim": "a", "verdict": "holds", "value": 2.0, "low": 1.5, "high": 2.5, "at_least": 1.2, "rule": ">= 1.2"}
+    b = dict(a, claim="b", value=3.0, low=2.5, high=3.5)
+    fig = claims_figure({"A": [a], "B": [a, b], "C": [b]}, title="three runs")
+    assert [ax.get_title("left") for ax in fig.axes] == ["a", "b"]      # rows without a key: by their claim's text
+    assert fig.axes[1].xaxis.label.get_text() == "B: holds · 3 [2.5, 3.5] against >= 1.2\nC: holds · 3 [2.5, 3.5] against >= 1.2"
+    assert [list(line.get_ydata()) for line in fig.axes[1].lines if line.get_marker() == "o"] == [[-1], [-2]]
+    assert fig._suptitle.get_text() == "three runs"
+    one = claims_figure({"A": [a, b]}).get_size_inches()[1]
+    assert one < fig.get_size_inches()[1]                               # each run a row: a taller panel
+
+
+def test_the_scale_and_limits_hold_every_mark_at_the_edges_of_what_a_row_can_be():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    base = {"verdict": "holds", "rule": ""}
+    rows = [dict(base, key="wide", claim="wide", value=1.0, low=0.1, high=10.0, at_least=0.5, typical=0.0),
+            dict(base, key="ratio", claim="ratio", value=1.2, low=1.1, high=1.3, at_least=1.0, typical=5.0),
+            dict(base, key="zero", claim="zero", value=0.0, low=0.0, high=0.0, at_most=0.0),
+            dict(base, key="neg", claim="neg", value=-2.0, low=-3.0, high=-1.0, at_most=-0.5),
+            dict(base, key="str", claim="str", value=2.0, low=1.0, high=3.0, at_least=1.5, typical="nan")]
+    wide, ratio, zero, neg, typ = claims_figure(rows).axes
+    lo, hi = wide.get_xlim()
+    assert wide.get_xscale() == "log" and 0 < lo < 0.1 and hi > 10.0     # a log axis starts above 0 (typical 0 left out)
+    assert ratio.get_xscale() == "linear"                                 # a typical round does not choose the scale
+    lo, hi = zero.get_xlim()
+    assert lo < 0.0 < hi                                                  # an exact 0 against 0: a width around it
+    lo, hi = neg.get_xlim()
+    assert lo < -3.0 and hi > -0.5                                        # all negative: every mark inside
+    assert not any(line.get_marker() == "D" for line in typ.lines)        # a typical logged as text: not drawn
+    import matplotlib.colors as mc
+
+    assert {mc.to_hex(line.get_color()) for line in ratio.lines if line.get_marker() in ("o", "None")} >= {"#2e7d32"}
+    assert [mc.to_hex(line.get_color()) for line in ratio.lines if line.get_marker() == "o"] == ["#2e7d32"]
+    wide.figure.canvas.draw()
+    ticks = [t.get_text() for t in wide.get_xticklabels() if t.get_text()]
+    assert ticks and all(t.replace(".", "").isdigit() for t in ticks), ticks     # _num's numbers, not 'None'
+
+
+def test_unbounded_ends_are_arrows_in_the_bars_colour():
+    import matplotlib
+    import matplotlib.colors as mc
+
+    matplotlib.use("Agg")
+    row = {"key": "o", "claim": "o", "verdict": "within noise", "value": 3.0, "low": -math.inf, "high": math.inf,
+           "at_least": 2.0, "rule": ">= 2"}
+    [ax] = claims_figure([row]).axes
+    assert [mc.to_hex(line.get_color()) for line in ax.lines if line.get_marker() in "<>"] == ["#757575", "#757575"]
+
+
+def test_the_log_scale_boundaries_and_wrap():
+    from perflab.kit.claims import _ratio_scale, _wrap
+
+    def scale(lo, hi, **rule):
+        return _ratio_scale({"value": (lo + hi) / 2, "low": lo, "high": hi, "at_least": None, "at_most": None,
+                             "partly": None, **rule})
+
+    assert not scale(1.0, 3.0, at_least=1.0) and scale(1.0, 3.5, at_least=1.0)   # more than a factor of 3
+    assert scale(0.9, 1.1, at_most=1.5) and not scale(1.9, 2.1, at_least=1.0)    # a threshold >= 1.5, not a value
+    assert _wrap("a b c", 1) == "a\nb\nc" and _wrap("", 5) == ""
+
+
+def test_a_row_not_tested_prints_no_judged_line_and_a_keyless_row_reads_as_a_question_mark(tmp_path, capsys):
+    from perflab.kit.claims import log_rows
+
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    rows = [{"claim": "on a GPU", "claimed": "10x", "measured": "not run", "verdict": "not tested here",
+             "why": "measured on cpu"}]
+    log_rows(log, rows)
+    assert capsys.readouterr().out == "[not tested here (measured on cpu)] on a GPU\n    claimed: 10x\n    here: not run\n"
+    with pytest.raises(ClaimError, match=r"^headline 'x' is not among the rows: \?$"):
+        log_rows(log, rows, headline="x")
