@@ -268,3 +268,14 @@ def test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs():
     assert type(Prover(engine, policy, cfg).search) is ClosingSearch
     assert type(Prover(engine, policy, LinkConfig(beam=8, batch=64)).search) is ClosingSearch   # a device: sync-free
     reset()
+
+
+def test_the_cpus_sparse_search_is_timed_eager_on_a_device():
+    # review W2: under the GPU preset's compile mode the sparse search (a host read per chunk) would be timed under
+    # CUDA graphs, a setup nobody runs; it runs eager on a device, compiled like the others on the CPU
+    from perflab.prover.links.study import compile_mode
+
+    for cls in SEARCHES.values():
+        sparse = cls is SparseClosingSearch
+        assert compile_mode(cls, torch.device("cuda"), "reduce-overhead") == ("off" if sparse else "reduce-overhead")
+        assert compile_mode(cls, torch.device("cpu"), "default") == "default"

@@ -188,6 +188,7 @@ class SparseClosingSearch(ClosingSearch):
     """ClosingSearch with the last step's policy run only on the rows where a proof closes (Kinship: ~8% of them):
     a row's log-probabilities count only in its proofs. The same results; one host read per chunk (how many rows
     close sets the policy's shape), so no CUDA graph and a wait per chunk on a GPU: for the CPU."""
+    HOST_READS = True  # a host read per chunk: never compiled for a device (`study.compile_mode`)
 
     def chunk(self, queries: torch.Tensor):
         states, nv, score, log_w, best, best_w, best_d, t = self._first_steps(queries)

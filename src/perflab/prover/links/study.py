@@ -31,6 +31,13 @@ SEARCHES = {"expand every step": BeamSearch, "last step closes": ClosingSearch, 
 FLOOR = "floor: ComplEx 1-N + rule table"
 
 
+def compile_mode(cls, device: torch.device, mode: str) -> str:
+    """The compile mode a search version is timed in: the run's, except for a version that reads the host every chunk
+    (`HOST_READS`: the CPU's) on a device, which runs eager there: under CUDA graphs it would time a setup nobody
+    runs, with its own cold compiles."""
+    return "off" if getattr(cls, "HOST_READS", False) and torch.device(device).type != "cpu" else mode
+
+
 def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig, rules=None, repeats: int = 5,
                searches: dict = SEARCHES) -> list[dict]:
     """Candidates per second of each search version, and of the floor where `rules` (mined) are given, on both
@@ -53,7 +60,8 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
             model.candidate_log_probs(queries, side, cs.cands)
         return torch.cat(proven)
 
-    built = {name: cls(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
+    modes = {name: compile_mode(cls, dev, cfg.compile) for name, cls in searches.items()}
+    built = {name: cls(engine, policy, cfg.beam, cfg.search_depth, modes[name], cfg.backend)
              for name, cls in searches.items()}
     fns = {name: functools.partial(search_pass, s) for name, s in built.items()}
     extra = {}
