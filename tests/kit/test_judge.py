@@ -62,7 +62,7 @@ def test_from_samples_is_the_mean_and_its_interval():
     m = Measured.from_samples(xs, confidence=0.9)
     lo, hi = mean_interval(xs, 0.1)
     assert (m.value, m.low, m.high) == (sum(xs) / 6, lo, hi)
-    with pytest.raises(ValueError, match="Measured.from_samples: no samples"):
+    with pytest.raises(ValueError, match=r"^Measured\.from_samples: no samples$"):
         Measured.from_samples([])
 
 

@@ -49,7 +49,8 @@ def test_each_decide_call_hands_every_argument_and_its_own_name_to_the_engine(mo
     assert verdicts.decide_speedup(b, o, scale=3.0, min_rounds=4, seed=5, quantity="times the floor", **common,
                                    **timing) == "decision"
     verdicts.decide_saving(b, o, per=6.0, min_rounds=4, seed=5, **common, **timing)
-    verdicts.decide_time(once, scale=1e3, quantity="ms", drift=0.02, **common, **timing)
+    verdicts.decide_time(once, scale=1e3, quantity="ms", drift=0.02, **dict(common, at_least=3.0, at_most=None,
+                                                                             partly=2.0), **timing)
     verdicts.decide_value(once, quantity="bytes", warmup=3, min_rounds=4, drift=0.01, clock=clock, **common)
     verdicts.decide_rate(once, quantity="rows/s", warmup=3, min_rounds=4, drift=0.01, clock=clock, **common)
     rule = dict(at_least=None, at_most=2.5, partly=4.0)
@@ -58,8 +59,8 @@ def test_each_decide_call_hands_every_argument_and_its_own_name_to_the_engine(mo
     assert calls == [
         ("paired", ("decide_speedup", "times the floor", b, o), dict(pair, of="ratio", scale=3.0)),
         ("paired", ("decide_saving", "saving", b, o), dict(pair, of="saving", scale=6.0)),
-        ("timed", (once,), dict(rule=rule, scale=1e3, quantity="ms", max_run_time=7.0, confidence=0.9, drift=0.02,
-                                **timing)),
+        ("timed", (once,), dict(rule=dict(at_least=3.0, at_most=None, partly=2.0), scale=1e3, quantity="ms",
+                                max_run_time=7.0, confidence=0.9, drift=0.02, **timing)),
         ("samples", ("decide_value", once), dict(sampled, quantity="bytes", rate=False)),
         ("samples", ("decide_rate", once), dict(sampled, quantity="rows/s", rate=True)),
     ]
