@@ -92,8 +92,11 @@ def run_module(name: str, children: int, out: Path) -> None:
     mutmut = [sys.executable, "-m", "mutmut"]
     # A later run tries the survivors again by name (new tests), then runs whatever has no result yet (mutants of a
     # function changed since, or of an interrupted run); mutmut keeps what was killed.
-    again = [k for k, code in statuses(work, source).items() if code in (0, 5, 33)]
-    for names in ([again] if again else []) + [[]]:
+    before = statuses(work, source)
+    again = [k for k, code in before.items() if code in (0, 5, 33)]
+    meta = work / "mutants" / (source + ".meta")
+    fresh = not before or None in before.values() or (ROOT / source).stat().st_mtime > meta.stat().st_mtime
+    for names in ([again] if again else []) + ([[]] if fresh else []):
         cmd = ["nice", "-n", "19", *mutmut, "run", "--max-children", str(children), *names]
         what = f"again, {len(names)} survivors" if names else "mutants without a result"
         print(f"== {name}: mutmut run ({what}), log in {work / 'mutmut.log'}", flush=True)
