@@ -129,3 +129,53 @@ def test_a_launch_reported_by_two_nested_entry_points_counts_once():
     c._read(events)
     # 3 kernel launches (the <<<>>> one, the runtime call whose driver call nests in it, Triton's), 1 graph launch
     assert (c.kernel_launches, c.graph_launches, c.other_calls) == (3, 1, {}), (c.kernel_launches, c.graph_launches)
+
+
+# ---- the counter's own bookkeeping (issue 39: survivors of its mutation run) ------------------------------------
+
+def test_the_self_time_key_is_the_hosts_on_a_cpu_and_the_devices_elsewhere():
+    from perflab.kit.launches import self_time_key
+
+    assert [self_time_key(d) for d in ("cpu", "cuda", torch.device("cuda", 0))] == [
+        "self_cpu_time_total", "self_device_time_total", "self_device_time_total"]
+
+
+def test_the_counter_counts_on_the_device_asked_for_or_the_runs_default(monkeypatch):
+    from perflab.kit.env import pick_device
+
+    assert count_launches().device == pick_device("auto") and count_launches("cuda").device == torch.device("cuda")
+    assert (count_launches("cuda").on_device, count_launches("cpu").on_device) == (True, False)
+    monkeypatch.delenv("KINETO_LOG_LEVEL", raising=False)
+    with count_launches("cpu"):
+        import os
+
+        assert os.environ["KINETO_LOG_LEVEL"] == "6"          # kineto's start/stop lines kept out of the cells
+
+
+def test_compiled_graph_calls_each_count_and_read_as_one_op_on_a_cpu():
+    calls = [_event("## Call CompiledFxGraph fx1 ##"), _event("## Call CompiledFxGraph fx1 ##"), _event("aten::add")]
+    cpu, gpu = LaunchCounter("cpu"), LaunchCounter("cuda")
+    cpu._read(calls)
+    gpu._read(calls)
+    assert (cpu.graph_calls, cpu.total, cpu.by_op) == (2, 3, collections.Counter({"compiled graph": 2, "aten::add": 1}))
+    assert (gpu.graph_calls, gpu.total, gpu.by_op) == (2, 0, collections.Counter())     # on a GPU: kernels only
+    assert cpu.as_dict() == {"total": 3, "what": "aten ops + compiled-graph calls (CPU proxy)", "kernels": 0,
+                             "copies": 0, "memsets": 0, "kernel_launches": 0, "graph_launches": 0, "copy_calls": 0,
+                             "memset_calls": 0, "runtime_launches": 0, "other_calls": {}, "aten_ops": 1,
+                             "graph_calls": 2}
+    assert repr(cpu) == ("LaunchCounter(total=3 aten ops + compiled-graph calls (CPU proxy), "
+                         "top=[('compiled graph', 2), ('aten::add', 1)])")
+    many = LaunchCounter("cpu")
+    many._read([_event(f"aten::op{i}") for i in range(5) for _ in range(5 - i)])
+    assert repr(many) == "LaunchCounter(total=15 aten ops + compiled-graph calls (CPU proxy), " \
+                         "top=[('aten::op0', 5), ('aten::op1', 4), ('aten::op2', 3)])"
+
+
+def test_a_call_nested_two_levels_down_is_still_inside():
+    graph = _nested_event("cudaGraphLaunch")
+    wrapper = _nested_event("a wrapper", graph)                       # not a runtime call, between the two
+    outer_op = _nested_event("aten::linear")
+    c = LaunchCounter("cuda")
+    c._read([graph, wrapper, _nested_event("cuLaunchKernel", wrapper), outer_op,
+             _nested_event("aten::addmm", _nested_event("a record function", outer_op))])
+    assert (c.graph_launches, c.kernel_launches, c.aten_ops) == (1, 0, 1)
