@@ -95,8 +95,12 @@ def run_module(name: str, children: int, out: Path) -> None:
     before = statuses(work, source)
     again = [k for k, code in before.items() if code in (0, 5, 33)]
     meta = work / "mutants" / (source + ".meta")
-    fresh = not before or None in before.values() or (ROOT / source).stat().st_mtime > meta.stat().st_mtime
-    for names in ([again] if again else []) + ([[]] if fresh else []):
+    changed = not before or (ROOT / source).stat().st_mtime > meta.stat().st_mtime
+    for names in ([again] if again else []) + [[]]:
+        # the second pass only where mutants have no result: new ones, an interrupted run, or results mutmut reset
+        # (a changed test selection resets them all)
+        if not names and not changed and None not in statuses(work, source).values():
+            break
         cmd = ["nice", "-n", "19", *mutmut, "run", "--max-children", str(children), *names]
         what = f"again, {len(names)} survivors" if names else "mutants without a result"
         print(f"== {name}: mutmut run ({what}), log in {work / 'mutmut.log'}", flush=True)
