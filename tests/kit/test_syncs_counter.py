@@ -97,7 +97,11 @@ def test_the_conditional_syncs_in_their_keyword_forms():
         torch.repeat_interleave(x, repeats=counts, output_size=7)   # the size given: no sync
         x.clone().index_put_((mask,), values=torch.tensor(0.0))     # a bool mask, the values by keyword
         x.clone().index_put_((torch.tensor([0, 2]),), torch.tensor(1.0))   # integer indices: no sync
-    assert c.by_op == {"where(cond)": 1, "repeat_interleave": 1, "index_put[bool mask]": 1}, c.by_op
+        x.clone().index_put_((torch.tensor([1]),), torch.tensor(2.0))
+        x.clone().index_put_(indices=(mask,), values=torch.tensor(0.0))    # the indices by keyword too
+        torch.repeat_interleave(input=x, repeats=counts)                    # every argument by keyword
+        torch.repeat_interleave(torch.zeros(6, 0), repeats=counts, dim=0)   # the repeats, not the (empty) input
+    assert c.by_op == {"where(cond)": 1, "repeat_interleave": 3, "index_put[bool mask]": 2}, c.by_op
 
 
 class _OnGPU(torch.Tensor):

@@ -157,8 +157,8 @@ def _classify(func, args, kwargs, compute: torch.device) -> str | None:
         return None
     if func in (torch.where, T.where) and len(args) == 1 and not kwargs:
         return "where(cond)"
-    if func in (T.index_put_, T.index_put, torch.index_put) and any(
-            isinstance(i, T) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ())):
+    if func in (T.index_put_, T.index_put, torch.index_put) and any(   # the indices by position or keyword
+            isinstance(i, T) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else kwargs.get("indices", ()))):
         return "index_put[bool mask]"
     if func is T.to and args and isinstance(args[0], T):
         target = _target(args, kwargs)
