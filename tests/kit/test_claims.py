@@ -431,7 +431,11 @@ def test_the_scale_and_limits_hold_every_mark_at_the_edges_of_what_a_row_can_be(
             dict(base, key="zero", claim="zero", value=0.0, low=0.0, high=0.0, at_most=0.0),
             dict(base, key="neg", claim="neg", value=-2.0, low=-3.0, high=-1.0, at_most=-0.5),
             dict(base, key="str", claim="str", value=2.0, low=1.0, high=3.0, at_least=1.5, typical="nan")]
-    wide, ratio, zero, neg, typ = claims_figure(rows).axes
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # matplotlib refuses a limit <= 0 on a log axis with a warning
+        wide, ratio, zero, neg, typ = claims_figure(rows).axes
     lo, hi = wide.get_xlim()
     assert wide.get_xscale() == "log" and 0 < lo < 0.1 and hi > 10.0     # a log axis starts above 0 (typical 0 left out)
     assert ratio.get_xscale() == "linear"                                 # a typical round does not choose the scale
@@ -440,6 +444,9 @@ def test_the_scale_and_limits_hold_every_mark_at_the_edges_of_what_a_row_can_be(
     lo, hi = neg.get_xlim()
     assert lo < -3.0 and hi > -0.5                                        # all negative: every mark inside
     assert not any(line.get_marker() == "D" for line in typ.lines)        # a typical logged as text: not drawn
+    gpu = {"key": "g", "claim": "g", "verdict": "not tested here", "why": "measured on cpu"}
+    [off] = claims_figure({"A": [gpu], "B": [gpu]}).axes
+    assert off.texts[0].get_text() == "A: not tested here (measured on cpu)\nB: not tested here (measured on cpu)"
     import matplotlib.colors as mc
 
     assert {mc.to_hex(line.get_color()) for line in ratio.lines if line.get_marker() in ("o", "None")} >= {"#2e7d32"}
