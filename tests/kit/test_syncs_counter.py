@@ -98,6 +98,7 @@ def test_the_conditional_syncs_in_their_keyword_forms():
         x.clone().index_put_((mask,), values=torch.tensor(0.0))     # a bool mask, the values by keyword
         x.clone().index_put_((torch.tensor([0, 2]),), torch.tensor(1.0))   # integer indices: no sync
         x.clone().index_put_((torch.tensor([1]),), torch.tensor(2.0))
+        x.clone().index_put_((torch.tensor([3]),), torch.tensor(2.0))     # 3 integer-index calls, 2 bool-mask ones
         x.clone().index_put_(indices=(mask,), values=torch.tensor(0.0))    # the indices by keyword too
         torch.repeat_interleave(input=x, repeats=counts)                    # every argument by keyword
         torch.repeat_interleave(torch.zeros(6, 0), repeats=counts, dim=0)   # the repeats, not the (empty) input
