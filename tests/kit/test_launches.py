@@ -179,3 +179,9 @@ def test_a_call_nested_two_levels_down_is_still_inside():
     c._read([graph, wrapper, _nested_event("cuLaunchKernel", wrapper), outer_op,
              _nested_event("aten::addmm", _nested_event("a record function", outer_op))])
     assert (c.graph_launches, c.kernel_launches, c.aten_ops) == (1, 0, 1)
+
+
+def test_other_runtime_calls_are_counted_by_name_each_time():
+    c = LaunchCounter("cuda")
+    c._read([_event("cudaStreamSynchronize"), _event("cudaStreamSynchronize"), _event("cudaEventRecord")])
+    assert c.other_calls == {"cudaStreamSynchronize": 2, "cudaEventRecord": 1} and c.runtime_launches == 0
