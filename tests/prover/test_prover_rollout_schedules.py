@@ -61,27 +61,32 @@ def test_each_chunked_loop_runs_the_steps_of_its_schedule(ladder, name, batch):
 
 def test_a_padded_chunk_counts_its_padding_as_waste(ladder):
     step, cands = ladder
+    trace = []
     with torch.inference_mode():
-        r = rollout.rollout_full(step, cands[:8], n_real=5)
+        r = rollout.rollout_full(step, cands[:8], n_real=5, trace=trace)
     assert r.steps.tolist() == LENGTHS[:5] and r.steps_executed == 7                 # the padding's 7-step proof too
     assert (r.slot_steps, r.wasted_slot_steps) == (7 * 8, 7 * 8 - sum(LENGTHS[:5]))
+    assert len(trace) == 7 and r.trace is trace                                      # the trace asked for, filled
 
 
 def test_concat_sums_the_counters_of_consecutive_chunks(ladder):
     step, cands = ladder
     with torch.inference_mode():
-        parts = [rollout.full(step, cands[i:i + 8], 8) for i in (0, 8, 16)]
+        parts = [rollout.full(step, cands[i:i + n], n, trace=[]) for i, n in ((0, 8), (8, 8), (16, 4))]
         whole = rollout.full(step, cands, 8)
     both = rollout.concat(parts)
     assert torch.equal(both.steps, whole.steps) and torch.equal(both.score, whole.score)
     assert torch.equal(both.proven, whole.proven) and torch.equal(both.records, whole.records)
     for k in ("steps_executed", "slot_steps", "wasted_slot_steps"):
-        assert getattr(both, k) == getattr(whole, k), k
-    assert both.host_reads == sum(p.host_reads for p in parts) and both.batch == 8
+        assert getattr(both, k) == sum(getattr(p, k) for p in parts), k
+    assert both.host_reads == sum(p.host_reads for p in parts) and both.batch == 4                # the last part's
+    assert both.steps_executed == whole.steps_executed and len(both.trace) == both.steps_executed > 0
     assert both.seconds == pytest.approx(sum(p.seconds for p in parts))
     assert both.trace == [t for p in parts for t in p.trace]
     empty = rollout.concat([])
-    assert empty.score.shape == (0,) and empty.steps_executed == 0
+    assert [tuple(getattr(empty, k).shape) for k in ("score", "proven", "steps", "records")] == [(0,)] * 4
+    assert (empty.proven.dtype, empty.steps.dtype, empty.records.dtype, empty.steps_executed) == (
+        torch.bool, torch.long, torch.long, 0)
 
 
 def test_pad_fill_and_the_batch_check():
