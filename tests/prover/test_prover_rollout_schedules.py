@@ -50,9 +50,14 @@ def test_each_chunked_loop_runs_the_steps_of_its_schedule(ladder, name, batch):
     steps, computed, reads, trace = _expected(name, batch, min_bucket=4)
     kw = {"min_bucket": 4} if name == "bucketed" else {}
     got_trace = []
+    import time
+
+    t0 = time.perf_counter()
     with torch.inference_mode():
         r = getattr(rollout, name)(step, cands, batch, trace=got_trace, **kw)
+    assert 0 <= r.seconds <= time.perf_counter() - t0                  # the call's own wall time, not a clock reading
     assert r.steps.tolist() == LENGTHS and r.records.tolist() == [1] * len(LENGTHS) and bool(r.proven.all())
+    assert (r.steps.dtype, r.records.dtype, r.proven.dtype) == (torch.long, torch.long, torch.bool)
     assert (r.steps_executed, r.slot_steps, r.wasted_slot_steps, r.host_reads, r.batch) == (
         steps, computed, computed - sum(LENGTHS), reads, batch)
     assert [(rows, active) for _, rows, active in got_trace] == trace
@@ -63,9 +68,9 @@ def test_a_padded_chunk_counts_its_padding_as_waste(ladder):
     step, cands = ladder
     trace = []
     with torch.inference_mode():
-        r = rollout.rollout_full(step, cands[:8], n_real=5, trace=trace)
-    assert r.steps.tolist() == LENGTHS[:5] and r.steps_executed == 7                 # the padding's 7-step proof too
-    assert (r.slot_steps, r.wasted_slot_steps) == (7 * 8, 7 * 8 - sum(LENGTHS[:5]))
+        r = rollout.rollout_full(step, cands[:8], n_real=3, trace=trace)
+    assert r.steps.tolist() == LENGTHS[:3] and r.steps_executed == 7                 # the padding's 7-step proof too
+    assert (r.slot_steps, r.wasted_slot_steps) == (7 * 8, 7 * 8 - sum(LENGTHS[:3]))
     assert len(trace) == 7 and r.trace is trace                                      # the trace asked for, filled
 
 
@@ -98,3 +103,13 @@ def test_pad_fill_and_the_batch_check():
         with pytest.raises(ValueError, match=f"batch must be an int >= 1, got {bad!r}"):
             rollout.check_batch(bad)
     assert rollout.check_batch(3) == 3
+
+
+def test_bucketed_by_default_steps_buckets_of_at_least_8(ladder):
+    step, cands = ladder
+    trace = []
+    with torch.inference_mode():
+        rollout.bucketed(step, cands, 16, trace=trace)
+    assert [rows for _, rows, _ in trace] == [rows for rows, _ in _expected("bucketed", 16, min_bucket=8)[3]]
+    assert min(rows for _, rows, _ in trace) == 8
+
