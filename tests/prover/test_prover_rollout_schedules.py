@@ -113,3 +113,22 @@ def test_bucketed_by_default_steps_buckets_of_at_least_8(ladder):
     assert [rows for _, rows, _ in trace] == [rows for rows, _ in _expected("bucketed", 16, min_bucket=8)[3]]
     assert min(rows for _, rows, _ in trace) == 8
 
+
+
+@pytest.mark.parametrize("lengths, batch, steps", [([1, 1, 1], 4, 1), ([1] * 8, 4, 2), ([2, 1], 2, 2)])
+def test_recycle_stops_at_the_step_its_last_proof_ends(ladder, lengths, batch, steps):
+    # no phantom step: every proof of one step in one batch ends the run after one step (the first read tells)
+    step, _ = ladder
+    cands = ladder_queries(step.engine.kg, torch.tensor(lengths), torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        r = rollout.recycle(step, cands, batch)
+    assert (r.steps_executed, r.slot_steps, r.steps.tolist()) == (steps, steps * batch, lengths)
+
+
+def test_recycle_of_nothing_is_an_empty_result_of_its_batch(ladder):
+    step, cands = ladder
+    trace = []
+    r = rollout.recycle(step, cands[:0], 4, trace=trace)
+    assert [(tuple(getattr(r, k).shape), getattr(r, k).dtype) for k in ("score", "proven", "steps", "records")] == [
+        ((0,), torch.float32), ((0,), torch.bool), ((0,), torch.long), ((0,), torch.long)]
+    assert (r.batch, r.steps_executed) == (4, 0) and r.trace is trace
