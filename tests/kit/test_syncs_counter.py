@@ -123,7 +123,10 @@ def test_copies_and_cuda_calls_between_host_and_device_are_classified_by_directi
         ((gpu, pinned, True), {}),               # pinned and non-blocking: asynchronous
         ((gpu, pinned), {"non_blocking": True}),
         ((host, host), {}), ((torch.zeros(2, device="meta"), host), {}),   # nothing crosses
-    ]] == ["copy_(to cpu)", "copy_(from host)", "copy_(from host)", None, None, None, None]
+        ((gpu,), {"src": host}), ((host,), {"src": gpu}),                   # the source by keyword
+        ((gpu,), {"src": pinned, "non_blocking": True}),
+    ]] == ["copy_(to cpu)", "copy_(from host)", "copy_(from host)", None, None, None, None,
+           "copy_(from host)", "copy_(to cpu)", None]
     assert [_classify(to_cuda, args, kw, cuda) for args, kw in [
         ((host,), {}), ((pinned,), {"non_blocking": True}), ((pinned, None, True), {}), ((host, None, True), {}),
     ]] == ["to(device) from host", None, None, "to(device) from host"]

@@ -169,11 +169,12 @@ def _classify(func, args, kwargs, compute: torch.device) -> str | None:
         return None
     if func is T.cuda and args and isinstance(args[0], T) and args[0].device.type == "cpu":
         return "to(device) from host" if _blocking(args[0], _non_blocking(args, kwargs, 2)) else None
-    if func is T.copy_ and len(args) > 1 and isinstance(args[1], T):
-        dst, src = args[0].device.type, args[1].device.type
+    source = args[1] if len(args) > 1 else kwargs.get("src")   # the source by position or keyword
+    if func is T.copy_ and args and isinstance(source, T):
+        dst, src = args[0].device.type, source.device.type
         if dst == "cpu" and src != "cpu":
             return "copy_(to cpu)"
-        if src == "cpu" and dst not in ("cpu", "meta") and _blocking(args[1], _non_blocking(args, kwargs, 2)):
+        if src == "cpu" and dst not in ("cpu", "meta") and _blocking(source, _non_blocking(args, kwargs, 2)):
             return "copy_(from host)"
     return None
 
