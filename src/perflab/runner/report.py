@@ -431,7 +431,7 @@ def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..kit.claims import COLORS, _num, _ratio_scale, _wrap, read_row
+    from ..kit.claims import COLORS, _num, _ratio_scale, _wrap, log_ticks, read_row
 
     others = [k for k in grid if k != param]
     by_claim: dict[str, list] = {}
@@ -480,12 +480,8 @@ def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
         if n0.get("partly") is not None:
             ax.axhline(n0["partly"], color="#f9a825", lw=1.0, ls="--")
         if log:
-            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
             ax.set_yscale("log")
-            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _num(y)))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            log_ticks(ax.yaxis)
         ax.margins(x=0.25)  # room for the printed values beside the last point
         if not numeric:
             ax.set_xticks(range(len(values)), [str(v) for v in values])

@@ -35,16 +35,16 @@ class Declared:
     call: str             # the call as written, for messages
 
 
+def _python(cell: dict) -> str:
+    """A code cell's source as Python (IPython's `%magic` and `!shell` lines blanked)."""
+    src = cell.get("source", "")
+    src = "".join(src) if isinstance(src, list) else src
+    return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in src.splitlines())
+
+
 def _code_cells(path: Path) -> list[str]:
-    """The notebook's code cells as Python (IPython's `%magic` and `!shell` lines blanked)."""
-    cells = json.loads(Path(path).read_text())["cells"]
-    out = []
-    for c in cells:
-        if c.get("cell_type") == "code":
-            src = c.get("source", "")
-            src = "".join(src) if isinstance(src, list) else src
-            out.append("\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in src.splitlines()))
-    return out
+    """The notebook's code cells as Python (`_python`)."""
+    return [_python(c) for c in json.loads(Path(path).read_text())["cells"] if c.get("cell_type") == "code"]
 
 
 def _is_setup(node: ast.AST) -> bool:
@@ -109,11 +109,8 @@ def setup_above_parameters(path: Path) -> str | None:
     for i, c in enumerate(cells):
         if c.get("cell_type") != "code":
             continue
-        src = c.get("source", "")
-        src = "".join(src) if isinstance(src, list) else src
-        src = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in src.splitlines())
         try:
-            if any(_is_setup(n) for n in ast.walk(ast.parse(src))):
+            if any(_is_setup(n) for n in ast.walk(ast.parse(_python(c)))):
                 setup_at = i
                 break
         except SyntaxError:
