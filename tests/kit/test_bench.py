@@ -187,3 +187,67 @@ def test_the_floors_are_bytes_and_flops_over_the_median(monkeypatch):
 def test_a_table_as_torchs_compare_keeps_its_title():
     t = compare([_fixed(0.01, "B=1", "a")], title="step")
     assert t.torch_compare().title == "step" and not hasattr(compare([_fixed(0.01, "B=1", "a")]).torch_compare(), "title")
+
+
+def test_a_table_prints_its_columns_as_wide_as_their_widest_cell(capsys):
+    # the baseline is the reference wherever it stands in its case; a timing without case or implementation prints
+    # empty cells (and, alone in its case, no speedup)
+    table = compare([_fixed(0.0133, "B=64", "masked"), _fixed(0.0140, "B=64", "baseline"), _fixed(0.5, "", "")])
+    assert table.rows[2][:3] == ["step", "", ""]
+    expected = "\n".join([
+        "benchmark  case  impl      median   IQR      p20-p80            n  speedup",
+        "---------  ----  --------  -------  -------  -----------------  -  -------",
+        "step       B=64  masked    13.3 ms  665 us   12.8 ms - 13.8 ms  4  1.05x",
+        "step       B=64  baseline  14.0 ms  700 us   13.4 ms - 14.6 ms  4  ref",
+        "step                       500 ms   25.0 ms  480 ms - 520 ms    4"])
+    assert str(table) == expected                          # no title: no title line
+    table.print()
+    assert capsys.readouterr().out == expected + "\n"
+
+
+def test_measure_accepts_an_equal_minimum_and_maximum_and_names_its_bad_arguments(monkeypatch):
+    import re
+
+    from perflab.kit import bench
+
+    monkeypatch.setattr(bench.benchmark, "Timer", _Timer)
+    assert measure(lambda: None, label="l", min_run_time=0.3, max_run_time=0.3) == "measurement"
+    with pytest.raises(ValueError, match="^" + re.escape("measure: need warmup >= 0 and 0 < min_run_time <= "
+                                                         "max_run_time") + "$"):
+        measure(lambda: None, label="l", max_run_time=0.1)
+
+
+def test_measure_interleaved_defaults_to_three_rounds_of_a_third_of_the_budget_and_allows_one(monkeypatch):
+    from perflab.kit import bench
+
+    calls = []
+    monkeypatch.setattr(bench, "measure", lambda fn, **kw: calls.append(kw) or _times([1.0]))
+    measure_interleaved({"a": None}, label="l")
+    assert [c["warmup"] for c in calls] == [1, 0, 0]       # warm-up in the first round only
+    assert all(c["min_run_time"] == pytest.approx(0.2 / 3) and c["max_run_time"] == pytest.approx(10.0 / 3)
+               for c in calls)
+    calls.clear()
+    ms = measure_interleaved({"a": None}, label="l", rounds=1, max_run_time=2.0)
+    assert len(calls) == 1 and calls[0]["max_run_time"] == 2.0 and len(ms["a"].times) == 1
+
+
+def test_the_floors_time_a_copy_and_a_product_on_the_device_asked_for(monkeypatch):
+    # the meta device stands in for an accelerator: tensors with a device and a shape, no data
+    from perflab.kit import bench
+
+    made, results, operands = [], [], []
+    monkeypatch.setattr(bench, "measure", lambda fn, **kw: (results.append(fn()), made.append(kw)) and _times([0.5]))
+    randn = torch.randn
+    monkeypatch.setattr(torch, "randn", lambda *a, **kw: operands.append(randn(*a, **kw)) or operands[-1])
+    bw, _ = bench.memory_bandwidth("meta", nbytes=2**20, max_run_time=1.0)
+    assert bw == 2 * 2**20 / 0.5
+    flops, _ = bench.matmul_peak("meta", n=64, max_run_time=1.0)
+    assert flops == 2 * 64**3 / 0.5
+    flops, _ = bench.matmul_peak("meta")                   # an accelerator's default product: 8192^3
+    assert flops == 2 * 8192**3 / 0.5 and made[2]["sub_label"] == "matmul 8192^3 float32"
+    assert [(r.device.type, tuple(r.shape)) for r in results] == [("meta", (2**18,)), ("meta", (64, 64)),
+                                                                  ("meta", (8192, 8192))]
+    assert [k["device"] for k in made] == [torch.device("meta")] * 3
+    # both operands on the device: a GPU refuses a product of a device tensor and a host one; meta does not
+    assert [(t.device.type, tuple(t.shape)) for t in operands[:2]] == [("meta", (64, 64))] * 2
+    assert made[0]["max_run_time"] == made[1]["max_run_time"] == 1.0
