@@ -15,9 +15,12 @@ How they are judged (`perflab.kit.intervals`):
   a drifting load count as one. `decide_saving` judges the difference of the means the same way.
 - A ratio that moves with the load (the sides respond to it differently: memory- against compute-bound, a side that
   waits) is judged as a quantity the load moves, as `decide_time`, `decide_rate` and (with `drift=`) `decide_value`
-  are: over FEW long batches, first looked at after a quarter of the budget, with the machine's drift between
-  windows (`DRIFT`, which no window of rounds can see) added to the interval.
-- Sequential: the interval is first looked at after 8 rounds, 30 calls of each side and a tenth of the budget, then
+  are: over FEW long batches, first looked at after a quarter of the budget (once the load test sees it, kept).
+- The machine's drift between windows (`DRIFT`, which no window of rounds can see; more for a shorter window,
+  `drift_over`) is added to the interval of every quantity the load moves: all of it for a time or a rate, and for a
+  paired ratio as far as the ratio follows the load (`intervals.load_slope`, measured on the rounds: nothing where
+  the sides respond to it alike), whether or not the load test saw it (a short window's rarely does).
+- Sequential: the interval is first looked at after 16 paired rounds (8 of one side), 30 calls of each side and a tenth of the budget, then
   each time the rounds have grown by a quarter, until it lies on one side of the threshold (the verdict) or the next
   round would not fit in `max_run_time`. Look k is made at level alpha_k = alpha * 6 / (pi^2 k^2), alpha = 1 -
   confidence; these sum to alpha over any number of looks (a union bound), so a verdict on the wrong side happens at
@@ -40,6 +43,7 @@ import random
 from collections.abc import Callable
 
 from .intervals import (
+    FEW,
     load_slope,
     mean_interval,
     median,
@@ -54,9 +58,11 @@ from .intervals import (
 from .judge import Decision, Measured, _check_rule, _g, _settled, judge
 
 BLOCK = 0.005      # seconds of each side's block in a round (tools/block-size.py)
-DRIFT = 0.05       # relative sd of the machine's speed between windows of a decision's length, which its rounds cannot
-# see: added to the interval of a quantity the load moves (measured on this project's 2-core VM: 2-s windows of a fixed
-# matmul loop, 40 in a row: 3.7% beside two busy processes, 5.9% quiet; decide_*(drift=0) on a dedicated machine)
+DRIFT = 0.05       # relative sd of the machine's speed between windows of DRIFT_WINDOW seconds, which a window's rounds
+# cannot see: added to the interval of a quantity the load moves (measured on this project's 2-core VM: 2-s windows of a
+# fixed matmul loop, 40 in a row: 3.7% beside two busy processes, 5.9% quiet; decide_*(drift=0) on a dedicated machine)
+LOAD_FLOOR = 0.02  # a load whose log moves less than this (sd) between batches of rounds tells no side's response to it
+DRIFT_WINDOW = 2.0  # ... a window of rounds shorter than this drifts more, as 1 / sqrt(its seconds) (`drift_over`)
 
 GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
 FIRST = 8          # rounds before the first look
@@ -70,6 +76,13 @@ TREND = 0.03       # a trend smaller than this over the rounds is not one
 PAIRED_SPAN = 0.1  # paired rounds are first looked at after this share of the budget (the load has moved by then)
 UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is first looked at after this share of
 # the budget in rounds, over FEW batches: the machine's speed drifts for tens to hundreds of ms (outputs/battery)
+
+
+def drift_over(drift: float, seconds: float) -> float:
+    """The machine's drift (`DRIFT`, relative sd over DRIFT_WINDOW-second windows) over a window of rounds of `seconds`:
+    the mean of a load whose memory is short against the window varies as 1 / sqrt(its length), so a shorter window
+    drifts more; a longer one is taken at DRIFT (the load's slow part does not average out)."""
+    return drift * math.sqrt(DRIFT_WINDOW / seconds) if 0 < seconds < DRIFT_WINDOW else drift
 
 
 def _alpha(k: int, alpha: float) -> float:
@@ -200,7 +213,7 @@ class _Paired:
     def rounds_for_calls(self, budget: float) -> int:
         """Rounds before the first look: enough for MIN_CALLS calls of each side (a slow call every few calls is
         seen before anything is decided), or as many as half the `budget` holds where a call is a whole run."""
-        want = math.ceil(MIN_CALLS / min(s.calls for s in self.sides))
+        want = max(2 * FEW, math.ceil(MIN_CALLS / min(s.calls for s in self.sides)))
         return min(want, max(FIRST, int(budget / 2 / (2 * self.length))))
 
     def value_of(self, b: float, o: float) -> float:
@@ -237,7 +250,7 @@ class _Paired:
         load moves (FEW batches, after UNPAIRED_SPAN of the budget), and the note says so once."""
         v = self.value_of(sum(self.tb) / len(self.tb), sum(self.to) / len(self.to))
         fixed = 0
-        if self.load_bound():
+        if self.load_noted or self.load_bound():   # once seen, kept: the test is noisy from look to look
             if not self.load_noted:
                 self.notes.append(f"the {'ratio' if self.of == 'ratio' else 'saving'} moves with the machine's load "
                                   f"(the sides respond to it differently): judged as a quantity the load moves")
@@ -250,18 +263,21 @@ class _Paired:
             lo, hi = self.scale * lo, self.scale * hi
         else:
             lo, hi = mean_interval(self.per_round, level, fixed=fixed)
-        if fixed:   # the machine's drift between windows, as far as this value follows the load
-            lo, hi = with_drift(v, lo, hi, self.drift_sd * self.sensitivity(), level)
-        return _measured(v, lo, hi)
+        # the machine's drift beyond this window, as far as the value follows the load (0 where the sides respond to
+        # it alike): added whether or not the load test above saw it, which a short window rarely can
+        drift = drift_over(self.drift_sd, sum(self.durations)) * self.sensitivity()
+        return _measured(v, *with_drift(v, lo, hi, drift, level))
 
     def sensitivity(self) -> float:
         """How much the value's log moves per unit of the load's log, from the rounds, the sides' own noise taken out
         (`intervals.load_slope`), at most 1."""
         if self.of == "ratio":
-            return min(1.0, abs(load_slope(self.tb, self.to)))
+            return min(1.0, abs(load_slope(self.tb, self.to, floor=LOAD_FLOOR)))
+        if len(self.tb) < 2 * FEW:
+            return 0.0
         xs = [math.log(b * o) / 2 for b, o in zip(self.tb, self.to)]
         ds = [b - o for b, o in zip(self.tb, self.to)]
-        return min(1.0, abs(slope(ds, xs)) / max(abs(sum(ds) / len(ds)), 1e-300))
+        return min(1.0, abs(slope(ds, xs, floor=LOAD_FLOOR)) / max(abs(sum(ds) / len(ds)), 1e-300))
 
     def load_bound(self) -> bool:
         """Whether the rounds' ratio moves with their total time (the load) beyond chance (`intervals.moves_with`)."""
@@ -405,7 +421,7 @@ def timed(fn, *, rule: dict, scale: float, quantity: str, max_run_time: float, c
 
     def interval(level: float) -> Measured:
         v = sum(ts) / len(ts)
-        lo, hi = with_drift(v, *mean_interval(ts, level, fixed=FIRST), drift, level)
+        lo, hi = with_drift(v, *mean_interval(ts, level, fixed=FIRST), drift_over(drift, sum(looks.durations)), level)
         return _measured(scale * v, scale * lo, scale * hi)
 
     looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=started + max_run_time,
@@ -454,7 +470,7 @@ def samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence,
             v, (lo, hi) = sum(a) / sum(s), ratio_interval(a, s, level, fixed=FIRST)
         else:
             v, (lo, hi) = sum(xs) / len(xs), mean_interval(xs, level, fixed=FIRST)
-        return _measured(v, *with_drift(v, lo, hi, drift, level))
+        return _measured(v, *with_drift(v, lo, hi, drift_over(drift, sum(looks.durations)), level))
 
     def trend_of() -> float:
         vs = [a / s for a, s in xs] if rate else xs

@@ -172,11 +172,12 @@ def with_drift(value: float, low: float, high: float, drift: float, alpha: float
     return value - math.hypot(value - low, extra), value + math.hypot(high - value, extra)
 
 
-def slope(ys: Sequence[float], xs: Sequence[float]) -> float:
-    """The least-squares slope of `ys` on `xs` over FEW batch means of both (0 when xs do not vary)."""
+def slope(ys: Sequence[float], xs: Sequence[float], floor: float = 0.0) -> float:
+    """The least-squares slope of `ys` on `xs` over FEW batch means of both (0 when xs do not vary); `floor`: a
+    spread of the xs' batch means (sd) below which a slope is not told (their variance + floor^2 divides: a ridge)."""
     a, b = batch_means(ys, FEW), batch_means(xs, FEW)
     ma, mb = sum(a) / FEW, sum(b) / FEW
-    sbb = sum((x - mb) ** 2 for x in b)
+    sbb = sum((x - mb) ** 2 for x in b) + (FEW - 1) * floor ** 2
     return sum((y - ma) * (x - mb) for y, x in zip(a, b)) / sbb if sbb else 0.0
 
 
@@ -197,11 +198,12 @@ def moves_with(ys: Sequence[float], xs: Sequence[float], alpha: float = 0.1) -> 
     return abs(r) * math.sqrt((FEW - 2) / max(1e-12, 1 - r * r)) > t_quantile(1 - alpha / 2, FEW - 2)
 
 
-def load_slope(b: Sequence[float], o: Sequence[float]) -> float:
+def load_slope(b: Sequence[float], o: Sequence[float], floor: float = 0.0) -> float:
     """How much the log ratio of two paired series (`b`, `o`: each round's times, positive) moves per unit of the
     load's log (half the log product: what both sides feel), over FEW consecutive batches, less what the sides' own
     noise gives it (a side noisier than the other tilts the ratio and the product together without any load: (var
-    log b - var log o) within the batches, over their sizes; a load that moves both sides alike cancels there)."""
+    log b - var log o) within the batches, over their sizes; a load that moves both sides alike cancels there).
+    `floor`: as `slope`'s (a quiet machine's batches barely move: a slope over them would be noise)."""
     n = len(b)
     if n < 2 * FEW:
         return 0.0
@@ -215,7 +217,7 @@ def load_slope(b: Sequence[float], o: Sequence[float]) -> float:
         if k > 1:
             noise += (_mean_var(gb)[1] - _mean_var(go)[1]) / (2 * k * FEW)
     my, mx = sum(ys) / FEW, sum(xs) / FEW
-    sxx = sum((v - mx) ** 2 for v in xs) / (FEW - 1)
+    sxx = sum((v - mx) ** 2 for v in xs) / (FEW - 1) + floor ** 2
     if sxx <= 0:
         return 0.0
     return (sum((u - my) * (v - mx) for u, v in zip(ys, xs)) / (FEW - 1) - noise) / sxx
