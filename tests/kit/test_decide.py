@@ -112,9 +112,11 @@ def test_a_clear_effect_is_decided_at_the_first_look_and_a_threshold_one_runs_th
                               (0.5, dict(at_most=0.8), "holds"), (1.5, dict(at_most=1.2, partly=2.0), "partly holds")):
         d, _ = decide(dict(cost=1e-3 * ratio, jitter=0.01), dict(cost=1e-3, jitter=0.01), **rule)
         assert d.verdict == want, (ratio, rule, d)
-        # the first look: FIRST rounds, MIN_CALLS calls of each side, PAIRED_SPAN of the budget in rounds
+        # the first look: 2 x FEW rounds (the load's slope needs them), MIN_CALLS calls of each side, PAIRED_SPAN of
+        # the budget in rounds
         span = math.ceil(V.PAIRED_SPAN * 2.0 / (d.block * 2)) + 2
-        assert max(V.FIRST, math.ceil(V.MIN_CALLS / min(d.calls))) <= d.rounds <= max(span, V.FIRST)
+        first = max(2 * V.FEW, math.ceil(V.MIN_CALLS / min(d.calls)))
+        assert first <= d.rounds <= max(span, first)
         assert d.low <= ratio <= d.high
     d, _ = decide(dict(cost=2e-3), dict(cost=1e-3), at_least=2.0, max_run_time=1.0)
     assert d.verdict == "within noise" and d.low < 2.0 < d.high and 0.9 < d.seconds <= 1.0
@@ -145,6 +147,55 @@ def test_without_the_spending_over_looks_the_error_rate_is_too_high(monkeypatch)
     monkeypatch.setattr(V, "_alpha", lambda k, alpha: alpha * 4)
     n = 600
     assert _wrong_at_threshold(n) / n > 0.01
+
+
+def test_a_shorter_window_drifts_more():
+    assert V.drift_over(0.05, 0.5) == pytest.approx(0.05 * 2)       # a quarter of DRIFT_WINDOW: twice the sd
+    assert V.drift_over(0.05, V.DRIFT_WINDOW) == V.drift_over(0.05, 10.0) == 0.05
+    assert V.drift_over(0.05, 0.0) == 0.05 and V.drift_over(0.0, 0.1) == 0.0
+
+
+def _paired(tb: list[float], to: list[float], seconds: float, budget: float = 2.0) -> V._Paired:
+    """A paired decision's state with these rounds (each side's seconds per call), `seconds` of rounds so far."""
+    p = object.__new__(V._Paired)
+    p.of, p.scale, p.tb, p.to, p.notes = "ratio", 1.0, list(tb), list(to), []
+    p.durations, p.budget, p.load_noted, p.drift_sd = [seconds / len(tb)] * len(tb), budget, False, V.DRIFT
+    return p
+
+
+def _one_side_follows_the_load(n: int = 32, seed: int = 3) -> tuple[list[float], list[float]]:
+    rng = random.Random(seed)
+    load = [math.exp(0.2 * math.sin(i / 3) + rng.gauss(0, 0.05)) for i in range(n)]
+    return [2e-3 * x * math.exp(rng.gauss(0, 0.01)) for x in load], [1e-3 * math.exp(rng.gauss(0, 0.01)) for _ in load]
+
+
+def test_a_ratio_that_follows_the_load_gets_the_machines_drift_even_where_the_load_test_misses_it(monkeypatch):
+    """The load test is weak over a short window: a ratio whose one side follows the load still gets the drift of a
+    window that short (scaled by how far the ratio follows the load), not the paired interval alone."""
+    tb, to = _one_side_follows_the_load()
+    p = _paired(tb, to, seconds=0.5)
+    monkeypatch.setattr(V._Paired, "load_bound", lambda self: False)
+    level = 0.01
+    m = p.interval(level)
+    lo, hi = V.ratio_interval(tb, to, level)
+    assert 0.5 < p.sensitivity() <= 1.0
+    want = V.with_drift(m.value, lo, hi, V.drift_over(V.DRIFT, 0.5) * p.sensitivity(), level)
+    assert (m.low, m.high) == pytest.approx(want) and m.low < lo and m.high > hi
+    # both sides alike (a load that moves them together): nothing added
+    same = _paired(tb, [x / 2 for x in tb], seconds=0.5)
+    assert same.sensitivity() == pytest.approx(0.0, abs=1e-9)
+    assert (same.interval(level).low, same.interval(level).high) == pytest.approx(V.ratio_interval(tb, same.to, level))
+
+
+def test_once_the_ratio_is_seen_to_follow_the_load_it_stays_judged_so(monkeypatch):
+    tb, to = _one_side_follows_the_load()
+    p = _paired(tb, to, seconds=0.3)
+    seen = iter([True, False, False])
+    monkeypatch.setattr(V._Paired, "load_bound", lambda self: next(seen))
+    for _ in range(3):    # before UNPAIRED_SPAN of the budget in rounds: no interval, at every look
+        assert p.interval(0.01).low == -math.inf
+    assert p.notes == ["the ratio moves with the machine's load (the sides respond to it differently): judged as a "
+                       "quantity the load moves"]
 
 
 def test_an_exact_value_at_the_threshold_is_within_noise():

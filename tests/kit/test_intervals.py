@@ -86,6 +86,21 @@ def test_the_load_slope_takes_a_noisy_side_out():
     assert abs(common) < 0.3 and alone == pytest.approx(2.0, abs=0.3)
 
 
+def test_a_quiet_machines_load_tells_no_slope():
+    """Where the load's batches barely move (a quiet machine), a slope over them is noise: the floor shrinks it to
+    ~0; where the load moves (sd 0.2 between batches), the floor barely changes it."""
+    rng = random.Random(7)
+    quiet = [math.exp(rng.gauss(0, 0.002)) for _ in range(64)]
+    b = [2 * math.exp(rng.gauss(0, 0.002)) for _ in quiet]
+    o = [1 * math.exp(rng.gauss(0, 0.002)) for _ in quiet]
+    assert abs(I.load_slope(b, o, floor=0.02)) < 0.1
+    assert abs(I.slope([rng.gauss(0, 0.002) for _ in quiet], [math.log(x) for x in quiet], floor=0.02)) < 0.1
+    load = [math.exp(0.4 * math.sin(i / 4)) for i in range(64)]
+    bb, oo = [2 * x for x in load], [1.0 for _ in load]
+    assert I.load_slope(bb, oo, floor=0.02) == pytest.approx(I.load_slope(bb, oo), rel=0.05)
+    assert I.load_slope(bb, oo) == pytest.approx(2.0, rel=0.1)
+
+
 def test_a_trend_is_found_and_a_flat_series_has_none():
     rng = random.Random(4)
     flat = [1 + rng.gauss(0, 0.05) for _ in range(64)]
