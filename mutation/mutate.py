@@ -48,6 +48,8 @@ MODULES = {
                                                                "tests/probe1d/test_probe1d_syncs.py"]),
     "probe1d.checks": ("src/perflab/probe1d/checks.py", ["tests/probe1d"]),
     "vae.optimized": ("src/perflab/vae/optimized.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
+    # vae/optimized.py is a wrapper: its step and epoch are train.py's run_epoch under the optimized StepConfig
+    "vae.train": ("src/perflab/vae/train.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
     "vae.checks": ("src/perflab/vae/checks.py", ["tests/vae"]),
     # 04's optimized version is core.rollout.recycle (early_exit/optimized.py calls it); the other loops live beside it
     "prover.core.rollout": ("src/perflab/prover/core/rollout.py", ["tests/prover/test_prover_early_exit.py",
@@ -55,7 +57,9 @@ MODULES = {
                                                                    "tests/prover/test_prover_core_engine.py"]),
     "prover.early_exit.checks": ("src/perflab/prover/early_exit/checks.py", ["tests/prover"]),
     "prover.evaluation.optimized": ("src/perflab/prover/evaluation/optimized.py", ["tests/prover"]),
+    "prover.evaluation.checks": ("src/perflab/prover/evaluation/checks.py", ["tests/prover"]),
     "prover.links.optimized": ("src/perflab/prover/links/optimized.py", ["tests/prover"]),
+    "prover.links.checks": ("src/perflab/prover/links/checks.py", ["tests/prover"]),
 }
 
 

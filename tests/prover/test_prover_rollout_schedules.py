@@ -102,7 +102,7 @@ def test_pad_fill_and_the_batch_check():
     for bad in (0, -1, 2.0, True, "8"):
         with pytest.raises(ValueError, match=f"batch must be an int >= 1, got {bad!r}"):
             rollout.check_batch(bad)
-    assert rollout.check_batch(3) == 3
+    assert rollout.check_batch(3) == 3 and rollout.check_batch(1) == 1                # one slot is a batch
 
 
 def test_bucketed_by_default_steps_buckets_of_at_least_8(ladder):
@@ -132,3 +132,60 @@ def test_recycle_of_nothing_is_an_empty_result_of_its_batch(ladder):
     assert [(tuple(getattr(r, k).shape), getattr(r, k).dtype) for k in ("score", "proven", "steps", "records")] == [
         ((0,), torch.float32), ((0,), torch.bool), ((0,), torch.long), ((0,), torch.long)]
     assert (r.batch, r.steps_executed) == (4, 0) and r.trace is trace
+
+
+def test_recycle_reports_its_own_seconds_batch_and_trace(ladder):
+    import time
+
+    step, cands = ladder
+    for trace in ([], None):
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            r = rollout.recycle(step, cands, 8, trace=trace)
+        wall = time.perf_counter() - t0
+        assert 0 <= r.seconds <= wall and r.batch == 8               # the call's own wall time, its slots
+        if trace is None:
+            assert r.trace == []                                     # no trace asked for: an empty one
+        else:                                                        # the trace asked for: a step's seconds each
+            assert r.trace is trace and len(trace) == r.steps_executed > 0
+            assert all(0 <= sec <= wall for sec, _, _ in trace)
+    assert rollout.recycle(step, cands[:0], 4).trace == []
+
+
+def test_recycle_keeps_ids_and_counts_in_integer_buffers(ladder):
+    # the slots and the queue hold term ids and step counts: float32 buffers would round ids from 2^24 on
+    step, cands = ladder
+    with torch.inference_mode():
+        rollout.recycle(step, cands[:6], 4)
+    slots = step.buffers(("slots", 4), None)                           # the buffers of that call (made once)
+    queue = step.buffers(("queue", 4, 6), None)
+    assert [t.dtype for t in slots] == [torch.long, torch.long, torch.long, torch.float32, torch.bool]
+    assert (queue.states.dtype, queue.next_var.dtype, queue.slot_cand.dtype) == (torch.long,) * 3
+
+
+def test_recycle_gives_up_on_a_slot_that_never_finishes(ladder, monkeypatch):
+    from perflab.prover.core.step import GreedyStep
+
+    step, cands = ladder
+    never = lambda *slots: GreedyStep.advance(step, *slots)._replace(done=torch.zeros_like(slots[4]))  # noqa: E731
+    monkeypatch.setattr(step, "advance", never)
+    with pytest.raises(RuntimeError, match="^recycle did not drain its queue: a slot never finished$"), \
+            torch.inference_mode():
+        rollout.recycle(step, cands[:2], 1)
+
+
+def test_compact_asks_for_one_dynamic_shape_graph_and_the_others_for_static_ones(ladder, monkeypatch):
+    step, cands = ladder
+    asked = {}
+    compiled = step.compiled
+
+    def spy(name, fn, **kw):
+        asked[name] = kw
+        return compiled(name, fn, **kw)
+
+    monkeypatch.setattr(step, "compiled", spy)
+    with torch.inference_mode():
+        for name in ("full", "compact", "bucketed", "recycle"):
+            getattr(rollout, name)(step, cands[:8], 8)
+    assert asked["compact"] == {"dynamic": True}
+    assert all(kw.get("dynamic", False) is False for name, kw in asked.items() if name != "compact")
