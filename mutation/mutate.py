@@ -89,7 +89,10 @@ def statuses(work: Path, source: str) -> dict[str, int | None]:
     return json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
 
 
-def run_module(name: str, children: int, out: Path) -> None:
+TIMEOUT = (36, -24, 24, 152, 255)  # mutmut's exit codes of a timed-out mutant (SIGXCPU, its wall-clock limit too)
+
+
+def run_module(name: str, children: int, out: Path, retry_timeouts: bool = False) -> None:
     source, _ = MODULES[name]
     work = prepare(name)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -97,7 +100,7 @@ def run_module(name: str, children: int, out: Path) -> None:
     # A later run tries the survivors again by name (new tests), then runs whatever has no result yet (mutants of a
     # function changed since, or of an interrupted run); mutmut keeps what was killed.
     before = statuses(work, source)
-    again = [k for k, code in before.items() if code in (0, 5, 33)]
+    again = [k for k, code in before.items() if code in (0, 5, 33) or (retry_timeouts and code in TIMEOUT)]
     meta = work / "mutants" / (source + ".meta")
     changed = not before or (ROOT / source).stat().st_mtime > meta.stat().st_mtime
     for names in ([again] if again else []) + [[]]:
@@ -210,6 +213,9 @@ def main() -> None:
     parser.add_argument("--until", help="HH:MM UTC: start no module after it")
     parser.add_argument("--out", type=Path, help="results folder (default outputs/mutation/<short commit>)")
     parser.add_argument("--fresh", action="store_true", help="forget a module's earlier results")
+    # mutmut's timeout is wall-clock as well as CPU time: a run paused (SIGSTOP, a suspended laptop) past a mutant's
+    # limit records that mutant as timed out, i.e. detected; retry them to know
+    parser.add_argument("--retry-timeouts", action="store_true", help="try timed-out mutants again too")
     args = parser.parse_args()
     out = (args.out or ROOT / "outputs" / "mutation" / short_commit()).resolve()
     names = list(MODULES) if args.modules in (["all"], []) and not args.report else args.modules
@@ -224,7 +230,7 @@ def main() -> None:
                 break
         if args.fresh:
             shutil.rmtree(WORK / name, ignore_errors=True)
-        run_module(name, args.children, out)
+        run_module(name, args.children, out, args.retry_timeouts)
     print("report:", report(out))
 
 
