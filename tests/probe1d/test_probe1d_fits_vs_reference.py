@@ -211,3 +211,63 @@ def test_the_plans_label_sums_are_accumulated_in_the_accum_dtype(adt, rtol):
     torch.testing.assert_close(plan.qx.double(), ((dense ** 2).sum(0) / nz.sum(0)).sqrt(), rtol=rtol, atol=0)
     if adt == torch.float64:  # the input shows the difference: the same sums in float32 miss the tolerance
         assert not torch.allclose((dense.float().T @ yd.float()).double(), dense.T @ yd, rtol=rtol, atol=0)
+
+
+def _solver(**kw):
+    from perflab.probe1d.config import ProbeConfig
+    from perflab.probe1d.optimized import OptimizedSolver
+
+    return OptimizedSolver(ProbeConfig(**kw), torch.device("cpu"))
+
+
+def test_optimized_classes_per_pass_fill_half_the_budget_and_no_more_than_the_classes():
+    n_lat, n_cls = 13, 9
+    per_class = n_lat * _solver()._coord_bytes()           # one class's pass state, every latent
+    for k in (1, 3, 9):
+        # half the budget holds k classes and half a class more: k classes per pass
+        budget_mb = (2 * k * per_class + per_class) / 2**20
+        assert _solver(memory_budget_mb=budget_mb).classes_per_pass(n_lat, n_cls) == k
+    assert _solver(memory_budget_mb=per_class / 2**20).classes_per_pass(n_lat, n_cls) == 1   # not even one: one
+    assert _solver(class_slab_size=20).classes_per_pass(n_lat, n_cls) == n_cls             # a cap above the classes
+
+
+def test_optimized_fit_keeps_its_dtypes_and_counts_in_integers(problem):
+    x, y = problem
+    p = _fit("optimized", x, y, max_iter=3, tol=0.0, compute_dtype="float64", freeze=False)
+    assert (p.coef_.dtype, p.intercept_.dtype, p.n_iter_.dtype) == (torch.float64, torch.float64, torch.long)
+    assert all(type(v) is int for v in p.counters_.values()), p.counters_
+    assert (p.counters_["frozen_coords"], p.counters_["work_rebuilds"]) == (0, 0)    # nothing frozen, no rebuild
+
+
+def test_optimized_solver_evaluates_at_one_half_by_default(problem):
+    x, y = problem
+    p = _fit("optimized", x, y, max_iter=3, tol=0.0)
+    got = p.solver.loss_matrix_with_aux(x, y, p.coef_, p.intercept_)
+    want = p.solver.loss_matrix_with_aux(x, y, p.coef_, p.intercept_, 0.5)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_optimized_timed_iteration_is_each_passs_first_lm_iteration(problem):
+    # what the timing harness runs (study.timed_iteration): setup() a fresh plan, then one LM iteration of every
+    # class pass from a fresh start, the same as a fit's first
+    x, y = problem
+    from perflab.probe1d.config import ProbeConfig
+    from perflab.probe1d.optimized import OptimizedSolver
+
+    def infos(**kw):
+        seen = []
+        return seen, OptimizedSolver(ProbeConfig(class_slab_size=2, tol=0.0, **kw), torch.device("cpu"), seen.append)
+
+    fitted, solver = infos(max_iter=1)
+    solver.fit(x, y)
+    timed, solver = infos()
+    setup, one_iteration, scale = solver.timed_iteration(x, y)
+    assert scale == 1.0 and timed == []                     # nothing iterated yet
+    plan = solver.plan(x.to(solver.device), y.to(solver.device))
+    setup()
+    assert solver._plan is not plan                         # setup builds the plan again, as a fit does once
+    one_iteration()
+    one_iteration()                                         # each call from a fresh start: iteration 1 again
+    assert [(i["classes"], i["iteration"]) for i in timed] == [((0, 2), 1), ((2, 4), 1), ((4, 6), 1)] * 2
+    assert [i["loss"] for i in timed] == pytest.approx([i["loss"] for i in fitted] * 2, rel=1e-6)
