@@ -92,7 +92,7 @@ def statuses(work: Path, source: str) -> dict[str, int | None]:
 TIMEOUT = (36, -24, 24, 152, 255)  # mutmut's exit codes of a timed-out mutant (SIGXCPU, its wall-clock limit too)
 
 
-def run_module(name: str, children: int, out: Path, retry_timeouts: bool = False) -> None:
+def run_module(name: str, children: int, out: Path, retry_timeouts: bool = False, again_only: bool = False) -> None:
     source, _ = MODULES[name]
     work = prepare(name)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -106,7 +106,7 @@ def run_module(name: str, children: int, out: Path, retry_timeouts: bool = False
     for names in ([again] if again else []) + [[]]:
         # the second pass only where mutants have no result: new ones, an interrupted run, or results mutmut reset
         # (a changed test selection resets them all)
-        if not names and not changed and None not in statuses(work, source).values():
+        if not names and (again_only or not changed and None not in statuses(work, source).values()):
             break
         cmd = ["nice", "-n", "19", *mutmut, "run", "--max-children", str(children), *names]
         what = f"again, {len(names)} survivors" if names else "mutants without a result"
@@ -216,6 +216,8 @@ def main() -> None:
     # mutmut's timeout is wall-clock as well as CPU time: a run paused (SIGSTOP, a suspended laptop) past a mutant's
     # limit records that mutant as timed out, i.e. detected; retry them to know
     parser.add_argument("--retry-timeouts", action="store_true", help="try timed-out mutants again too")
+    parser.add_argument("--again-only", action="store_true",
+                        help="only try the survivors again; leave the mutants an interrupted run did not reach unrun")
     args = parser.parse_args()
     out = (args.out or ROOT / "outputs" / "mutation" / short_commit()).resolve()
     names = list(MODULES) if args.modules in (["all"], []) and not args.report else args.modules
@@ -230,7 +232,7 @@ def main() -> None:
                 break
         if args.fresh:
             shutil.rmtree(WORK / name, ignore_errors=True)
-        run_module(name, args.children, out, args.retry_timeouts)
+        run_module(name, args.children, out, args.retry_timeouts, args.again_only)
     print("report:", report(out))
 
 
