@@ -271,3 +271,39 @@ def test_optimized_timed_iteration_is_each_passs_first_lm_iteration(problem):
     one_iteration()                                         # each call from a fresh start: iteration 1 again
     assert [(i["classes"], i["iteration"]) for i in timed] == [((0, 2), 1), ((2, 4), 1), ((4, 6), 1)] * 2
     assert [i["loss"] for i in timed] == pytest.approx([i["loss"] for i in fitted] * 2, rel=1e-6)
+
+
+def test_optimized_counters_add_up_over_class_passes():
+    # every (latent, class) coordinate is fitted on its own: a fit in passes of two classes counts what the fits of
+    # those classes alone count, summed
+    x, y = make_activations(256, 40, 8, l0=8, seed=0, frac_empty=0.2)     # empty latents: zero gradients
+    whole = _fit("optimized", x, y, max_iter=40, class_slab_size=2)
+    parts = [_fit("optimized", x, y[:, c:c + 2], max_iter=40) for c in (0, 2, 4, 6)]
+    assert whole.counters_["classes_per_pass"] == 2 and all(p.counters_["classes_per_pass"] == 2 for p in parts)
+    assert set(whole.counters_) == {"fallback_coord_iters", "zero_grad_fallback_coord_iters", "zero_grad_fallback_coords",
+                                    "zero_grad_skipped_coords", "frozen_coords", "classes_per_pass", "work_rebuilds"}
+    for k in ("frozen_coords", "zero_grad_skipped_coords", "work_rebuilds", "fallback_coord_iters"):
+        assert whole.counters_[k] == sum(p.counters_[k] for p in parts), k
+    assert min(whole.counters_[k] for k in ("frozen_coords", "zero_grad_skipped_coords", "work_rebuilds")) > 0
+    assert whole.counters_["zero_grad_fallback_coord_iters"] == whole.counters_["zero_grad_fallback_coords"] == 0
+
+
+def test_optimized_fallbacks_are_counted_over_passes_and_warned(problem, monkeypatch):
+    # a fallback (every LM try rejected) is rare on real data: here each pass's first iteration reports one for
+    # every coordinate, so the count is every coordinate once, over all passes
+    import re
+
+    from perflab.probe1d import optimized
+    from perflab.probe1d.baseline import FALLBACK_WARNING
+
+    real = optimized.lm_iteration
+
+    def first_iterations_fall_back(s, loc, has_prev, *rest):
+        out = real(s, loc, has_prev, *rest)
+        return out if has_prev else {**out, "fallback": torch.ones_like(out["fallback"])}
+
+    monkeypatch.setattr(optimized, "lm_iteration", first_iterations_fall_back)
+    x, y = problem
+    with pytest.warns(RuntimeWarning, match="^" + re.escape(FALLBACK_WARNING) + "$"):
+        p = IMPLS["optimized"](device="cpu", max_iter=2, class_slab_size=2).fit(x, y)
+    assert p.counters_["fallback_coord_iters"] == x.shape[1] * y.shape[1]
