@@ -307,3 +307,27 @@ def test_optimized_fallbacks_are_counted_over_passes_and_warned(problem, monkeyp
     with pytest.warns(RuntimeWarning, match="^" + re.escape(FALLBACK_WARNING) + "$"):
         p = IMPLS["optimized"](device="cpu", max_iter=2, class_slab_size=2).fit(x, y)
     assert p.counters_["fallback_coord_iters"] == x.shape[1] * y.shape[1]
+
+
+def test_optimized_in_float64_follows_the_float64_reference_closely():
+    # compute and accumulate in float64: the same LM iterations as the oracle to 1e-7 (they agree to ~3e-8), a
+    # class that every row has (its starting intercept clamped, as the one that no row has) included
+    x, y = _problem()
+    y = torch.cat([y, torch.ones(y.shape[0], 1, dtype=y.dtype)], 1)
+    ref = Reference1DProbe(max_iter=5, tol=0.0).fit(x, y)
+    o = _fit("optimized", x, y, max_iter=5, tol=0.0, compute_dtype="float64", accum_dtype="float64")
+    assert o.solver.plan(x, y).xy.dtype == o.solver.plan(x, y).tile_vals.dtype == torch.float64
+    assert bool(torch.isfinite(o.intercept_).all())
+    torch.testing.assert_close(o.coef_, torch.from_numpy(ref.coef_), rtol=1e-7, atol=1e-7)
+    torch.testing.assert_close(o.intercept_, torch.from_numpy(ref.intercept_), rtol=1e-7, atol=1e-7)
+
+
+def test_optimized_plan_is_reused_for_the_same_data_only(problem):
+    x, y = problem
+    s = _solver()
+    plan = s.plan(x, y)
+    assert s.plan(x, y) is plan                             # the fit's plan serves its loss and confusion passes
+    x2, y2 = x.clone(), y.clone()
+    other = s.plan(x2, y)
+    assert other is not plan                                # other data: its own plan
+    assert s.plan(x2, y2) is not other
