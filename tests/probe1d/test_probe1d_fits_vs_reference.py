@@ -331,3 +331,17 @@ def test_optimized_plan_is_reused_for_the_same_data_only(problem):
     other = s.plan(x2, y)
     assert other is not plan                                # other data: its own plan
     assert s.plan(x2, y2) is not other
+
+
+def test_optimized_eager_workspace_grows_on_demand_and_is_reused():
+    # the eager kernel's buffers: 6 planes of p x T x Cs slots (compute dtype) and the [p, 3, T] powers of v
+    # (accum dtype), made again only when a chunk needs more than they hold, never smaller than before
+    s = _solver(compute_dtype="float64", accum_dtype="float64", tile_events=4)
+    planes, powers = ws = s._workspace(4, 4)                 # n = 4 x 4 x 4 = 64 slots
+    assert (planes.shape, planes.dtype, powers.shape, powers.dtype) == ((6, 64), torch.float64, (4, 3, 4),
+                                                                        torch.float64)
+    assert s._workspace(4, 4) is ws and s._workspace(2, 1) is ws   # the same or a smaller chunk: reused
+    planes, powers = s._workspace(8, 1)                      # more tiles: the powers grow, the planes keep 64
+    assert (planes.shape, powers.shape) == ((6, 64), (8, 3, 4))
+    planes, powers = s._workspace(1, 32)                     # more columns: the planes grow, the powers keep 8
+    assert (planes.shape, powers.shape) == ((6, 128), (8, 3, 4))
