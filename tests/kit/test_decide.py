@@ -152,6 +152,7 @@ def test_without_the_spending_over_looks_the_error_rate_is_too_high(monkeypatch)
 def test_a_shorter_window_drifts_more():
     assert V.drift_over(0.05, 0.5) == pytest.approx(0.05 * 2)       # a quarter of DRIFT_WINDOW: twice the sd
     assert V.drift_over(0.05, V.DRIFT_WINDOW) == V.drift_over(0.05, 10.0) == 0.05
+    assert V.drift_over(0.05, 1e-6) == V.drift_over(0.05, V.DRIFT_SHORT) == pytest.approx(0.05 * 4)   # at most 4x
     assert V.drift_over(0.05, 0.0) == 0.05 and V.drift_over(0.0, 0.1) == 0.0
 
 

@@ -63,6 +63,7 @@ DRIFT = 0.05       # relative sd of the machine's speed between windows of DRIFT
 # fixed matmul loop, 40 in a row: 3.7% beside two busy processes, 5.9% quiet; decide_*(drift=0) on a dedicated machine)
 LOAD_FLOOR = 0.02  # a load whose log moves less than this (sd) between batches of rounds tells no side's response to it
 DRIFT_WINDOW = 2.0  # ... a window of rounds shorter than this drifts more, as 1 / sqrt(its seconds) (`drift_over`)
+DRIFT_SHORT = DRIFT_WINDOW / 16   # ... down to windows this short (the load's memory: ~60 ms on this VM, simulate.THIS_VM)
 
 GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
 FIRST = 8          # rounds before the first look
@@ -81,8 +82,9 @@ UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is
 def drift_over(drift: float, seconds: float) -> float:
     """The machine's drift (`DRIFT`, relative sd over DRIFT_WINDOW-second windows) over a window of rounds of `seconds`:
     the mean of a load whose memory is short against the window varies as 1 / sqrt(its length), so a shorter window
-    drifts more; a longer one is taken at DRIFT (the load's slow part does not average out)."""
-    return drift * math.sqrt(DRIFT_WINDOW / seconds) if 0 < seconds < DRIFT_WINDOW else drift
+    drifts more, down to DRIFT_SHORT (below it, shorter than the load's memory, no more: at most 4x); a longer one is
+    taken at DRIFT (the load's slow part does not average out)."""
+    return drift * math.sqrt(DRIFT_WINDOW / max(seconds, DRIFT_SHORT)) if 0 < seconds < DRIFT_WINDOW else drift
 
 
 def _alpha(k: int, alpha: float) -> float:
@@ -470,7 +472,8 @@ def samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence,
             v, (lo, hi) = sum(a) / sum(s), ratio_interval(a, s, level, fixed=FIRST)
         else:
             v, (lo, hi) = sum(xs) / len(xs), mean_interval(xs, level, fixed=FIRST)
-        return _measured(v, *with_drift(v, lo, hi, drift_over(drift, sum(looks.durations)), level))
+        window = sum(x[1] for x in xs) if rate else sum(looks.durations)   # a rate's: the seconds it was measured over
+        return _measured(v, *with_drift(v, lo, hi, drift_over(drift, window), level))
 
     def trend_of() -> float:
         vs = [a / s for a, s in xs] if rate else xs
