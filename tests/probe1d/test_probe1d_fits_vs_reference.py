@@ -345,3 +345,18 @@ def test_optimized_eager_workspace_grows_on_demand_and_is_reused():
     assert (planes.shape, powers.shape) == ((6, 64), (8, 3, 4))
     planes, powers = s._workspace(1, 32)                     # more columns: the planes grow, the powers keep 8
     assert (planes.shape, powers.shape) == ((6, 128), (8, 3, 4))
+
+
+def test_optimized_iterations_per_class_do_not_depend_on_the_pass_it_shares():
+    # with freezing every coordinate stops on its own: a class's iteration count is the last iteration in which it
+    # had an active coordinate, whether its pass holds it alone or with every other class; without freezing a
+    # pass stops once all its coordinates have converged (the slab rule), well before max_iter here
+    x, y = make_activations(400, 20, 6, l0=5, seed=4)
+    alone = _fit("optimized", x, y, max_iter=60, accum_dtype="float64", class_slab_size=1)
+    shared = _fit("optimized", x, y, max_iter=60, accum_dtype="float64")
+    assert shared.counters_["classes_per_pass"] == 6 and len(set(alone.n_iter_.tolist())) > 1
+    assert alone.n_iter_.tolist() == shared.n_iter_.tolist()
+    torch.testing.assert_close(alone.coef_, shared.coef_, rtol=1e-5, atol=1e-5)
+    x, y = make_activations(2000, 10, 4, l0=3, seed=1)     # many rows a latent: every coordinate converges
+    plain = _fit("optimized", x, y, max_iter=60, accum_dtype="float64", freeze=False)
+    assert len(set(plain.n_iter_.tolist())) == 1 and int(plain.n_iter_[0]) < 20
