@@ -360,3 +360,15 @@ def test_optimized_iterations_per_class_do_not_depend_on_the_pass_it_shares():
     x, y = make_activations(2000, 10, 4, l0=3, seed=1)     # many rows a latent: every coordinate converges
     plain = _fit("optimized", x, y, max_iter=60, accum_dtype="float64", freeze=False)
     assert len(set(plain.n_iter_.tolist())) == 1 and int(plain.n_iter_[0]) < 20
+
+
+def test_optimized_counts_each_work_list_rebuild(monkeypatch):
+    from perflab.probe1d import optimized
+
+    built = []
+    for name in ("block_work", "pair_work"):
+        real = getattr(optimized, name)
+        monkeypatch.setattr(optimized, name, lambda *a, _real=real, _name=name: built.append(_name) or _real(*a))
+    x, y = make_activations(400, 20, 6, l0=5, seed=4)
+    p = _fit("optimized", x, y, max_iter=60, accum_dtype="float64", class_slab_size=2)
+    assert p.counters_["work_rebuilds"] == len(built) >= 3    # one a pass at least here

@@ -88,3 +88,15 @@ def test_hook_and_debug_logging(caplog):
         assert all(s["impl"] == impl and s["loss"] > 0 for s in seen)
         assert sum("iter" in r.getMessage() for r in caplog.records) >= 3
         caplog.clear()
+
+
+def test_optimized_debug_log_without_a_hook_reads_one_line_per_pass_and_iteration(caplog):
+    import re
+
+    x, y = _data()
+    with caplog.at_level(logging.DEBUG, logger="perflab.probe1d"):
+        IMPLS["optimized"](device="cpu", max_iter=2, tol=0.0, class_slab_size=4).fit(x, y)
+    lines = [r.getMessage() for r in caplog.records if r.name == "perflab.probe1d"]
+    pattern = r"classes \d+-\d+ iter \d: loss \S+ max\|grad\| \S+ max\|step\| \S+ fallbacks \d+"
+    assert len(lines) == 4 and all(re.fullmatch(pattern, line) for line in lines), lines
+    assert [line.split(" iter")[0] for line in lines] == ["classes 0-4"] * 2 + [f"classes 4-{y.shape[1]}"] * 2
