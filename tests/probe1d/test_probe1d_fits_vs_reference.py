@@ -352,9 +352,15 @@ def test_optimized_iterations_per_class_do_not_depend_on_the_pass_it_shares():
     # had an active coordinate, whether its pass holds it alone or with every other class; without freezing a
     # pass stops once all its coordinates have converged (the slab rule), well before max_iter here
     x, y = make_activations(400, 20, 6, l0=5, seed=4)
-    alone = _fit("optimized", x, y, max_iter=60, accum_dtype="float64", class_slab_size=1)
+    seen = []
+    alone = IMPLS["optimized"](device="cpu", max_iter=60, accum_dtype="float64", class_slab_size=1,
+                               iteration_hook=seen.append).fit(x, y)
     shared = _fit("optimized", x, y, max_iter=60, accum_dtype="float64")
     assert shared.counters_["classes_per_pass"] == 6 and len(set(alone.n_iter_.tolist())) > 1
+    last = {}                                               # a pass of one class: its iterations are the class's
+    for info in seen:
+        last[info["classes"][0]] = info["iteration"]
+    assert alone.n_iter_.tolist() == [last[c] for c in range(6)]
     assert alone.n_iter_.tolist() == shared.n_iter_.tolist()
     torch.testing.assert_close(alone.coef_, shared.coef_, rtol=1e-5, atol=1e-5)
     x, y = make_activations(2000, 10, 4, l0=3, seed=1)     # many rows a latent: every coordinate converges
