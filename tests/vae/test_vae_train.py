@@ -210,3 +210,24 @@ def test_dynamo_captures_the_optimized_losses_in_one_graph(batches):
             fn(model, x, y, 1, baseline.step_config(), TC)
     finally:
         torch._dynamo.reset()
+
+
+def test_optimized_train_epoch_hands_its_arguments_and_defaults_to_run_epoch(monkeypatch):
+    # optimized.train_epoch is run_epoch under the sync-free StepConfig: its defaults (metrics read every 50 steps,
+    # the separability's gradient on, a progress bar named "optimized") and every argument reach run_epoch
+    from perflab.vae import optimized
+    from perflab.vae.config import OPTIMIZED, TrainConfig
+
+    calls = []
+    monkeypatch.setattr(optimized, "run_epoch", lambda *a, **kw: calls.append((a, kw)) or "log")
+    model, batches, opt, tc, out = object(), [], object(), TrainConfig(), object()
+    assert optimized.train_epoch(model, batches, optimizer=opt) == "log"
+    (m, b, sc), kw = calls[0]
+    assert (m, b, sc) == (model, batches, dataclasses.replace(OPTIMIZED, log_every=50, sep_grad=True))
+    assert optimized.step_config() == sc                   # the same defaults
+    assert kw == dict(optimizer=opt, train=TrainConfig(), start_step=0, progress=True, progress_file=None, desc="optimized")
+    optimized.train_epoch(model, batches, optimizer=opt, train=tc, start_step=7, progress=False, progress_file=out,
+                          log_every=5, sep_grad=False)
+    (_, _, sc), kw = calls[1]
+    assert (sc.log_every, sc.sep_grad) == (5, False)
+    assert kw == dict(optimizer=opt, train=tc, start_step=7, progress=False, progress_file=out, desc="optimized")
