@@ -72,6 +72,7 @@ def test_the_drift_widens_an_interval_on_the_log_scale_and_a_load_bound_series_i
     assert I.moves_with([x + rng.gauss(0, 0.3) for x in load], load)
     assert not I.moves_with([rng.gauss(0, 1) for _ in range(64)], load, alpha=0.01)
     assert I.slope([2 * x for x in load], load) == pytest.approx(2.0)
+    assert I.slope([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]) == 0.0 == I.load_slope([2.0] * 3, [1.0] * 3)   # < 2 x FEW: none
 
 
 def test_the_load_slope_takes_a_noisy_side_out():

@@ -20,12 +20,13 @@ How they are judged (`perflab.kit.intervals`):
   `drift_over`) is added to the interval of every quantity the load moves: all of it for a time or a rate, and for a
   paired ratio as far as the ratio follows the load (`intervals.load_slope`, measured on the rounds: nothing where
   the sides respond to it alike), whether or not the load test saw it (a short window's rarely does).
-- Sequential: the interval is first looked at after 16 paired rounds (8 of one side), 30 calls of each side and a tenth of the budget, then
-  each time the rounds have grown by a quarter, until it lies on one side of the threshold (the verdict) or the next
-  round would not fit in `max_run_time`. Look k is made at level alpha_k = alpha * 6 / (pi^2 k^2), alpha = 1 -
-  confidence; these sum to alpha over any number of looks (a union bound), so a verdict on the wrong side happens at
-  most alpha / 2 of the time (0.5%) where the batch means are close to normal: measured on claims of known truth that
-  behave as real code does, under load and in simulation (`perflab battery`; the README's tables).
+- Sequential: the interval is first looked at after 16 paired rounds (8 of one side), 30 calls of each side and a
+  tenth of the budget, then each time the rounds have grown by a quarter, until it lies on one side of the threshold
+  (the verdict) or the next round would not fit in `max_run_time`. Look k is made at level alpha_k = alpha * 6 /
+  (pi^2 k^2), alpha = 1 - confidence; these sum to alpha over any number of looks (a union bound), so a verdict on
+  the wrong side happens at most alpha / 2 of the time (0.5%) where the batch means are close to normal: measured on
+  claims of known truth that behave as real code does, under load and in simulation (`perflab battery`; the README's
+  tables).
 - Before a verdict the rounds are checked for a trend (a line through the batches, told apart from flat at 1% and
   larger than 3%): a look that sees one does not decide, and a verdict reached with one says so.
 - Then, where the budget allows, four rounds with blocks 4x longer: a side not yet steady, or fine interleaving that
@@ -275,8 +276,6 @@ class _Paired:
         (`intervals.load_slope`), at most 1."""
         if self.of == "ratio":
             return min(1.0, abs(load_slope(self.tb, self.to, floor=LOAD_FLOOR)))
-        if len(self.tb) < 2 * FEW:
-            return 0.0
         xs = [math.log(b * o) / 2 for b, o in zip(self.tb, self.to)]
         ds = [b - o for b, o in zip(self.tb, self.to)]
         return min(1.0, abs(slope(ds, xs, floor=LOAD_FLOOR)) / max(abs(sum(ds) / len(ds)), 1e-300))

@@ -174,7 +174,10 @@ def with_drift(value: float, low: float, high: float, drift: float, alpha: float
 
 def slope(ys: Sequence[float], xs: Sequence[float], floor: float = 0.0) -> float:
     """The least-squares slope of `ys` on `xs` over FEW batch means of both (0 when xs do not vary); `floor`: a
-    spread of the xs' batch means (sd) below which a slope is not told (their variance + floor^2 divides: a ridge)."""
+    spread of the xs' batch means (sd) below which a slope is not told (their variance + floor^2 divides: a ridge);
+    0 with fewer than 2 x FEW values, as `load_slope`."""
+    if len(ys) < 2 * FEW:
+        return 0.0
     a, b = batch_means(ys, FEW), batch_means(xs, FEW)
     ma, mb = sum(a) / FEW, sum(b) / FEW
     sbb = sum((x - mb) ** 2 for x in b) + (FEW - 1) * floor ** 2
