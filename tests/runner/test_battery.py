@@ -82,3 +82,71 @@ def test_the_command_refuses_bad_arguments_and_writes_its_tables(tmp_path, capsy
     assert "At the threshold, simulated" in (tmp_path / "BATTERY.md").read_text()
     rows = [json.loads(x) for x in (tmp_path / "simulated.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * len(sim.SIM_CASES)
+
+
+def test_a_verdict_is_rescored_against_the_truth_of_its_time_at_the_threshold_it_was_judged_at():
+    mem = next(c for c in bt.CASES if c.relative and c.at_most == 0.8)     # memory- against compute-bound
+    row = {"case": mem.name, "verdict": "holds", "threshold": 2.15}
+    assert bt.rejudge(row, mem, 2.0) == {**row, "truth": 2.0, "right": "holds", "outcome": "right",
+                                             "distance": pytest.approx(2.15 / 2.0 - 1)}
+    late = bt.rejudge(row, mem, 2.69)                  # the threshold stays where it was judged: not 0.8 x 2.69
+    assert (late["right"], late["outcome"], late["distance"]) == ("does not hold", "wrong",
+                                                                   pytest.approx(2.69 / 2.15 - 1))
+    assert bt.rejudge({**row, "verdict": "within noise"}, mem, 2.69)["outcome"] == "undecided"
+    up = next(c for c in bt.CASES if c.at_least == 1.1)
+    assert bt.rejudge({"verdict": "does not hold", "threshold": 1.1}, up, 1.0)["outcome"] == "right"
+
+
+class _FakeTruth:
+    """Stands in for battery.Truth: a value per case, and the slices it was asked for."""
+    values: dict = {}
+    slices: list = []
+
+    def __init__(self, case, seed=10**6):
+        self.case = case
+
+    def measure(self, seconds):
+        _FakeTruth.slices.append((self.case.name, seconds))
+        return self
+
+    @property
+    def value(self):
+        return _FakeTruth.values[self.case.name]
+
+
+def test_the_battery_measures_each_truth_again_between_its_repetitions_and_scores_every_verdict_against_it(
+        monkeypatch, tmp_path, capsys):
+    from perflab.runner.cli import main
+
+    aa, mem = bt.CASES[0], next(c for c in bt.CASES if c.relative and c.at_most == 0.8)
+    monkeypatch.setattr(bt, "Truth", _FakeTruth)
+    _FakeTruth.values, _FakeTruth.slices = {aa.name: 1.0, mem.name: 2.0}, []
+
+    def judged(case, rule, truth, *, budget, seed):    # a verdict that read "does not hold" at 0.8 x the start's truth
+        case = bt.with_truth(case, truth)
+        return bt.rejudge({"case": case.name, "group": case.group, "kind": case.kind, "rule": rule,
+                           "threshold": case.threshold, "verdict": "does not hold", "seconds": 0.1}, case, truth)
+    monkeypatch.setattr(bt, "judge_case", judged)
+    seen = []
+    rows = bt.run_battery((aa, mem), {aa.name: 1.0, mem.name: 2.69}, reps=2, rules=("mean",), truth_seconds=3.0,
+                          progress=seen.append)
+    assert _FakeTruth.slices == [(aa.name, 1.5), (mem.name, 1.5)] * 2     # truth_seconds / reps, after each rep
+    assert [r["outcome"] for r in seen] == ["right", "right"] * 2         # scored against the start as they came
+    m = [r for r in rows if r["case"] == mem.name]
+    assert [(r["truth_start"], r["truth"], r["threshold"], r["outcome"]) for r in m] == \
+        [(2.69, 2.0, pytest.approx(0.8 * 2.69), "wrong")] * 2              # 2.0 <= 2.15: "does not hold" is wrong
+    assert bt.run_battery((aa,), {aa.name: 1.0}, reps=1, rules=("mean",))[0]["truth"] == 1.0   # no slices: the start's
+    assert not [s for s in _FakeTruth.slices[4:]]
+    with pytest.raises(ValueError, match="truth_seconds must be >= 0"):
+        bt.run_battery((aa,), {aa.name: 1.0}, reps=1, truth_seconds=-1)
+
+    monkeypatch.setattr(bt, "CASES", (aa, mem))
+    monkeypatch.setattr(bt, "measure_truths", lambda cases, seconds, progress=None: {aa.name: 1.0, mem.name: 2.69})
+    assert main(["battery", "--reps", "2", "--rules", "mean", "--load", "0", "--truth-seconds", "3",
+                 "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "truths.json").read_text()) == {"start": {aa.name: 1.0, mem.name: 2.69},
+                                                                  "across": {aa.name: 1.0, mem.name: 2.0}}
+    kept = [json.loads(x) for x in (tmp_path / "battery.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in kept] == ["right", "wrong"] * 2 and not (tmp_path / "battery.partial.jsonl").exists()
+    md = (tmp_path / "BATTERY.md").read_text()
+    assert f"{mem.name}: 2.69 -> 2" in md and "scored against" in md

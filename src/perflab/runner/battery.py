@@ -2,7 +2,7 @@
 
     with background_load(2):                       # two busy processes, started and stopped here
         truths = measure_truths(CASES)             # each case's true value: a long run under the same load
-        rows = run_battery(CASES, truths, reps=10, budget=2.0)
+        rows = run_battery(CASES, truths, reps=10, budget=2.0, truth_seconds=10.0)   # scored against it again
     print(markdown(summary_table(rows)))
 
 Each case is a claim about two sides (or one) made of real work: a unit of work is a loop of 64 x 64 matmuls on one
@@ -11,10 +11,13 @@ call slower, a lazy init on the 2nd call, tens of slow calls before it is steady
 memory-bound copy instead of matmuls). The claim is a threshold on the speedup (baseline / optimized, `decide_speedup`),
 on the optimized side's milliseconds per call (`decide_time`) or on its calls per second (`decide_rate`).
 
-The truth: the ratio of total times (or the mean time, the rate) over a long run at steady state (`measure_truths`:
-after a warm-up, `TRUTH_S` seconds of rounds with blocks of ~50 ms, each side's own time: another process's turns
-taken out, as the verdict does), under the same load as the verdicts; a case's right verdict is its threshold against
-that. The units a case is built of give its truth by construction too (`Case.nominal`); both are reported.
+The truth: the ratio of total times (or the mean time, the rate) over a long run at steady state (`Truth`: after a
+warm-up, `TRUTH_S` seconds of rounds with blocks of ~50 ms, each side's own time: another process's turns taken out,
+as the verdict does), under the same load as the verdicts. It is measured twice: at the start (`measure_truths`: a
+relative case's threshold is set from it) and across the battery, in slices between its repetitions
+(`run_battery(truth_seconds=)`); a verdict's right answer is its threshold against the second (a case whose sides
+respond to the load differently, a memory-bound copy against compute, moves with it: 2.69 at the start, ~2.0 in the
+verdicts' windows in one run). The units a case is built of give its truth by construction too (`Case.nominal`); both are reported.
 
 Rules, side by side on every case, in turn, with the same seconds each (`budget`):
 - "mean": `perflab.kit.verdicts` (total time at steady state: warm-up until steady, equal blocks, the ratio of means
@@ -205,39 +208,57 @@ def _rate(fn: Callable[[], None]) -> Callable[[], tuple[float, float]]:
     return once
 
 
-def measure_truth(case: Case, seconds: float = TRUTH_S, seed: int = 10**6) -> float:
-    """The case's true value (module doc): after a 1 s warm-up, `seconds` of rounds with blocks of ~50 ms of each
-    side (own time), the ratio of the total times per call (a speedup) or the mean ms per call (time); a rate: its
-    sampler's total calls over total seconds for as long (wall time, as the sampler reads it). A `relative` case's
-    threshold is set from it (`with_truth`)."""
-    from ..kit.rounds import Side, paired_round, size_blocks, warm_up
+class Truth:
+    """A case's true value (module doc), measured in slices: built, warmed up for 1 s and sized once (a lazy init or
+    a warm-up is behind it before the first slice), then each `measure(seconds)` adds that many seconds of rounds
+    with blocks of ~50 ms of each side (own time) to its totals. `value`: the ratio of the total times per call (a
+    speedup) or the mean ms per call (a time); a rate: its sampler's total calls over total seconds (wall time, as
+    the sampler reads it)."""
 
-    a, b = _tensors(seed)
-    if case.kind == "rate":   # a rate is what its sampler reads (wall time, as a user's measure_once would): the same
-        once = _rate(case.optimized.build(a, b))
-        t0, work, secs = time.perf_counter(), 0.0, 0.0
-        while time.perf_counter() - t0 < 1.0:
-            once()
-        while time.perf_counter() - t0 < 1.0 + seconds:
-            n, s = once()
-            work, secs = work + n, secs + s
-        return work / secs
-    sides = [Side("baseline", case.baseline.build(a, b)), Side("optimized", case.optimized.build(a, b))]
-    if case.kind != "speedup":
-        sides = sides[1:]
-    sw = Stopwatch("cpu")
-    warm_up(sides, sw, block=0.05, until=time.perf_counter() + 1.0, not_before=time.perf_counter() + 1.0)
-    size_blocks(sides, 0.05)
-    order, totals = random.Random(seed), [[0.0, 0] for _ in sides]
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        for tot, (s, n) in zip(totals, paired_round(sides, sw, order)):
-            tot[0] += s
-            tot[1] += n
-    per_call = [s / n for s, n in totals]
-    if case.kind == "speedup":
-        return per_call[0] / per_call[1]
-    return 1e3 * per_call[0] if case.kind == "time" else 1 / per_call[0]
+    def __init__(self, case: Case, seed: int = 10**6):
+        from ..kit.rounds import Side, size_blocks, warm_up
+
+        self.case, self.order = case, random.Random(seed)
+        a, b = _tensors(seed)
+        if case.kind == "rate":    # a rate is what its sampler reads (wall time, as a user's measure_once would)
+            self.once = _rate(case.optimized.build(a, b))
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 1.0:
+                self.once()
+            self.totals = [[0.0, 0]]
+            return
+        sides = [Side("baseline", case.baseline.build(a, b)), Side("optimized", case.optimized.build(a, b))]
+        self.sides = sides if case.kind == "speedup" else sides[1:]
+        self.sw = Stopwatch("cpu")
+        warm_up(self.sides, self.sw, block=0.05, until=time.perf_counter() + 1.0, not_before=time.perf_counter() + 1.0)
+        size_blocks(self.sides, 0.05)
+        self.totals = [[0.0, 0] for _ in self.sides]
+
+    def measure(self, seconds: float) -> Truth:
+        from ..kit.rounds import paired_round
+
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            got = [self.once()[::-1]] if self.case.kind == "rate" else paired_round(self.sides, self.sw, self.order)
+            for tot, (s, n) in zip(self.totals, got):
+                tot[0] += s
+                tot[1] += n
+        return self
+
+    @property
+    def value(self) -> float:
+        if any(n == 0 for _, n in self.totals):
+            return math.nan
+        per_call = [s / n for s, n in self.totals]
+        if self.case.kind == "speedup":
+            return per_call[0] / per_call[1]
+        return 1e3 * per_call[0] if self.case.kind == "time" else 1 / per_call[0]
+
+
+def measure_truth(case: Case, seconds: float = TRUTH_S, seed: int = 10**6) -> float:
+    """The case's true value now (`Truth`: 1 s of warm-up, then `seconds` of rounds). A `relative` case's threshold
+    is set from it (`with_truth`)."""
+    return Truth(case, seed).measure(seconds).value
 
 
 def with_truth(case: Case, truth: float) -> Case:
@@ -367,27 +388,42 @@ def judge_case(case: Case, rule: str, truth: float, *, budget: float = 2.0, seed
             return {}
         (verdict, m), rounds = _criterion(base, opt, case.rule, budget, np.random.default_rng(seed)), 0
     seconds = time.perf_counter() - t0
+    row = {"case": case.name, "group": case.group, "kind": case.kind, "rule": rule, "threshold": case.threshold,
+           "nominal": case.nominal, "verdict": verdict, "value": m.value, "low": m.low, "high": m.high,
+           "typical": typical, "rounds": rounds, "seconds": seconds, "budget": budget, "note": note}
+    return rejudge(row, case, truth)
+
+
+def rejudge(row: dict, case: Case, truth: float) -> dict:
+    """`row` (a verdict of `judge_case`, its threshold as it was judged at) scored against the true value `truth`:
+    the right verdict, the outcome (right, wrong or undecided) and the distance from the threshold."""
+    case = dataclasses.replace(case, relative=False, **{k: row["threshold"] for k in case.rule})
     right = case.truth(truth)
-    outcome = "right" if verdict == right else ("undecided" if verdict == "within noise" else "wrong")
-    return {"case": case.name, "group": case.group, "kind": case.kind, "rule": rule, "truth": truth,
-            "nominal": case.nominal, "right": right, "distance": case.distance(truth), "verdict": verdict,
-            "outcome": outcome, "value": m.value, "low": m.low, "high": m.high, "typical": typical, "rounds": rounds,
-            "seconds": seconds, "budget": budget, "note": note}
+    outcome = "right" if row["verdict"] == right else ("undecided" if row["verdict"] == "within noise" else "wrong")
+    return {**row, "truth": truth, "right": right, "distance": case.distance(truth), "outcome": outcome}
 
 
 def run_battery(cases, truths: dict[str, float], *, reps: int = 6, budget: float = 2.0, rules=RULES, seed: int = 0,
-                progress: Callable[[dict], None] | None = None) -> list[dict]:
+                truth_seconds: float = 0.0, progress: Callable[[dict], None] | None = None) -> list[dict]:
     """Every case `reps` times under every rule that applies to it, the rules in turn within each repetition (so a
-    change of load hits them alike). One thread, as the studies' CPU defaults. -> rows of `judge_case`."""
+    change of load hits them alike). One thread, as the studies' CPU defaults. `truths`: each case's true value
+    measured before (a relative case's threshold is set from it). With `truth_seconds` > 0 each case's truth is
+    measured again across the battery, in slices of truth_seconds / reps between the repetitions (`Truth`), and every
+    verdict is scored against that one (the load of the whole battery, not of its first seconds: a case whose sides
+    respond to the load differently has the truth of the time its verdicts ran); each row keeps `truth_start`.
+    `progress` gets each row as it is made, scored against `truths`. -> rows of `judge_case`."""
     if reps < 1:
         raise ValueError(f"run_battery: reps must be >= 1, got {reps}")
     if not budget > 0:
         raise ValueError(f"run_battery: budget must be > 0 seconds, got {budget}")
+    if not truth_seconds >= 0:
+        raise ValueError(f"run_battery: truth_seconds must be >= 0, got {truth_seconds}")
     missing = [c.name for c in cases if c.name not in truths]
     if missing:
         raise ValueError(f"run_battery: no truth measured for {missing}")
     rows = []
     with _one_thread():
+        meters = {c.name: Truth(c) for c in cases} if truth_seconds else {}
         for r in range(reps):
             for i, case in enumerate(cases):
                 for rule in rules:
@@ -396,7 +432,12 @@ def run_battery(cases, truths: dict[str, float], *, reps: int = 6, budget: float
                         rows.append(row)
                         if progress:
                             progress(row)
-    return rows
+            for m in meters.values():
+                m.measure(truth_seconds / reps)
+    if not meters:
+        return rows
+    by_name = {c.name: c for c in cases}
+    return [{**rejudge(r, by_name[r["case"]], meters[r["case"]].value), "truth_start": r["truth"]} for r in rows]
 
 
 def upper_bound(k: int, n: int, confidence: float = 0.95) -> float:

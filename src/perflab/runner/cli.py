@@ -120,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--short", action="store_true", help="make test's four cases only")
     p.add_argument("--rules", default="mean,median,criterion",
                    help="comma-separated, of mean, median, criterion (default: all three)")
-    p.add_argument("--truth-seconds", type=float, default=10.0, help="seconds of long rounds per case's truth")
+    p.add_argument("--truth-seconds", type=float, default=10.0,
+                   help="seconds of long rounds per case's truth, at the start (thresholds) and again across the "
+                        "battery (scoring)")
     p.add_argument("--simulate", type=int, default=0, metavar="N",
                    help="N simulated verdicts at the threshold per simulated case (0: none; the real cases skip "
                         "with --reps 0)")
@@ -355,25 +357,37 @@ def _battery_real(args, bt, rules, load: int, out: Path) -> str:
     cases = bt.SHORT if args.short else bt.CASES
     print(f"{len(cases)} cases x {args.reps} reps x {len(rules)} rules, {args.budget:g} s per verdict, "
           f"{load} busy processes; truths first ({args.truth_seconds:g} s each)", flush=True)
-    rows = []
-    with bt.background_load(load), open(out / "battery.jsonl", "a") as f:
+    rows, partial = [], out / "battery.partial.jsonl"
+    with bt.background_load(load), open(partial, "w") as f:
         truths = bt.measure_truths(cases, args.truth_seconds,
                                    progress=lambda name, v: print(f"truth {v:10.4g}  {name}", flush=True))
-        (out / "truths.json").write_text(json.dumps(truths, indent=1) + "\n")
+        (out / "truths.json").write_text(json.dumps({"start": truths}, indent=1) + "\n")
 
-        def progress(r):
-            rows.append(r)
+        def progress(r):    # scored against the truth at the start until the battery's own is known
             f.write(json.dumps({**r, "load": load}) + "\n")
             f.flush()
             print(f"{r['rule']:9s} {r['verdict']:14s} {r['outcome']:9s} {r['seconds']:.2f} s  {r['case']}", flush=True)
-        bt.run_battery(cases, truths, reps=args.reps, budget=args.budget, rules=rules, progress=progress)
+        rows = bt.run_battery(cases, truths, reps=args.reps, budget=args.budget, rules=rules,
+                              truth_seconds=args.truth_seconds, progress=progress)
+    across = {r["case"]: r["truth"] for r in rows}
+    (out / "truths.json").write_text(json.dumps({"start": truths, "across": across}, indent=1) + "\n")
+    with open(out / "battery.jsonl", "a") as f:
+        f.writelines(json.dumps({**r, "load": load}) + "\n" for r in rows)
+    partial.unlink()
+    moved = [(n, truths[n], across[n]) for n in across if abs(across[n] / truths[n] - 1) > 0.05]
     env = fingerprint("cpu")
     return (f"# Verdict rules on claims of known truth\n\n{len(rows)} verdicts: {len(cases)} cases x {args.reps} reps "
             f"x the rules that apply, {args.budget:g} s of wall time per verdict, {load} busy processes started by "
             f"the battery (plus whatever else ran), on {env.get('device_name', 'this CPU')}, torch {env.get('torch')}, "
-            f"commit {str(env.get('commit') or '')[:10]}. Truths: {args.truth_seconds:g} s of long rounds each, under "
-            f"the same load (truths.json).\n\n{bt.markdown(bt.summary_table(rows))}\n\nBy kind of case:\n\n"
-            f"{bt.markdown(bt.summary_table(rows, by='group'))}")
+            f"commit {str(env.get('commit') or '')[:10]}. Truths (truths.json), under the same load: "
+            f"{args.truth_seconds:g} s of long rounds each at the start, which set the relative cases' thresholds, "
+            f"and {args.truth_seconds:g} s more across the battery, in slices between its repetitions, which every "
+            f"verdict is scored against (the load of the time the verdicts ran).\n\n"
+            f"{bt.markdown(bt.summary_table(rows))}\n\nBy kind of case:\n\n"
+            f"{bt.markdown(bt.summary_table(rows, by='group'))}\n\n"
+            + ("Truths that moved by more than 5% between the start and the battery: "
+               + "; ".join(f"{n}: {a:.4g} -> {b:.4g}" for n, a, b in moved) + "." if moved else
+               "No truth moved by more than 5% between the start and the battery."))
 
 
 def _battery_simulated(args, out: Path) -> str:
