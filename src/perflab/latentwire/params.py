@@ -14,7 +14,7 @@ class LatentWireParams(RunParams):
     min_run_time: float = 0.3     # seconds, per timed variant
     # 4 s, not the kit's 2: a round of the batch-8 variants' steps takes ~0.2 s on the CPU defaults, the blocks are
     # sized from 3 steps a side, and the first 99% interval needs 9 rounds
-    verdict_time: float = 4.0     # seconds of paired rounds per timed claim at most (a verdict stops once decided)
+    verdict_time: float = 8.0     # seconds of paired rounds per timed claim at most (a verdict stops once decided)
     lm: str = "gpt"               # frozen LM: gpt (seeded small GPT) or hf:/local/path (needs transformers)
     n_examples: int = 256         # generated training triples
     n_heldout: int = 64           # generated held-out triples for the quality check

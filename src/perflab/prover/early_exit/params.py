@@ -12,7 +12,7 @@ class EarlyExitParams(ProverParams):
     """notebooks/04_early_exit.ipynb"""
     # a paired round here is two whole ladder runs (~1 s together on the CPU defaults) and a 99% interval needs 9:
     # 2 s would leave every timed claim "within noise"
-    verdict_time: float = 30.0  # seconds of paired rounds per timed claim at most (a verdict stops once decided)
+    verdict_time: float = 45.0  # seconds of paired rounds per timed claim at most (a verdict stops once decided)
     batch: int = 128                 # slots per step
     n_candidates: int = 2560         # ladder candidates with seed-like proof lengths (20 batches, like the seed)
     min_bucket: int = 8              # smallest bucket of the bucketed strategy
