@@ -77,3 +77,49 @@ def test_a_pool_left_running_beside_the_timed_trainer_is_counted():
         other.close()
         timed.close()
     assert timing.foreign_workers == 1 and timing.own_workers == 0
+
+
+def test_loader_paused_says_whether_the_next_step_starts_a_pool_of_workers():
+    # only a DataLoader with workers and no live iterator: before its first step and after pause(); never once closed,
+    # where pause() and close() are no-ops again (kills loader_paused 1-6, close 1: mutants the counts above let live)
+    def trainer(**toggles):
+        return optimized.make_trainer(build_model(ModelConfig(**TINY), seed=0), EXAMPLES, batch_size=4, **toggles)
+
+    for tr in (trainer(), trainer(dataloader=True)):
+        tr.step()
+        assert tr.loader_paused() is False
+        tr.close()
+    tr = trainer(dataloader=True, num_workers=1)
+    try:
+        states = [tr.loader_paused()]
+        tr.step()
+        states.append(tr.loader_paused())
+        tr.pause()
+        states.append(tr.loader_paused())
+    finally:
+        tr.close()
+    assert states == [True, False, True]
+    assert tr.loader_paused() is False
+    tr.pause()
+    tr.close()
+    assert dataloader_workers() == set()
+
+
+def test_pause_joins_the_workers_even_while_another_reference_holds_the_iterator():
+    # "joined before this returns": not left to the iterator's __del__, which a held reference (a profiler, a
+    # debugger's frame) delays (kills pause 3, 7 and 8)
+    tr = optimized.make_trainer(build_model(ModelConfig(**TINY), seed=0), EXAMPLES, batch_size=4, dataloader=True,
+                                num_workers=1)
+    held = None
+    try:
+        tr.step()
+        held = tr._it
+        workers = list(held._workers)
+        assert len(workers) == 1 and workers[0].is_alive()
+        tr.pause()
+        assert not any(w.is_alive() for w in workers)
+    finally:
+        if held is not None:
+            held._shutdown_workers()
+        tr.close()
+    assert dataloader_workers() == set()
