@@ -86,6 +86,7 @@ def test_loader_paused_says_whether_the_next_step_starts_a_pool_of_workers():
         return optimized.make_trainer(build_model(ModelConfig(**TINY), seed=0), EXAMPLES, batch_size=4, **toggles)
 
     for tr in (trainer(), trainer(dataloader=True)):
+        assert tr.loader_paused() is False  # no workers to start, before the first step as after it
         tr.step()
         assert tr.loader_paused() is False
         tr.close()

@@ -376,6 +376,20 @@ def test_under_compile_every_batch_is_padded_to_the_datas_widths(monkeypatch, pr
         _same_batch(padded, want.pad_to(widths, tok.pad_id))
 
 
+def test_a_batch_tokenized_now_is_padded_to_the_widths_with_the_tokenizers_own_pad_id():
+    # this tokenizer's <pad> is id 0, which F.pad's default fill matches; another LM's tokenizer (hf.py) has its own
+    # (kills host_batch 20: pad_to(widths, None))
+    tok = Tokenizer()
+    tok.pad_id = 5
+    index = [0, 1, 2]
+    widths = PretokenizedCache.for_model(EXAMPLES, tok, TINY).widths
+    own = batch_on_the_fly(EXAMPLES, index, tok, TINY)
+    got = optimized.host_batch(EXAMPLES, index, tok, TINY, None, widths)
+    assert got.widths == widths and own.widths != widths
+    _same_batch(got, own.pad_to(widths, 5))
+    assert (got.ans_ids[:, own.ans_ids.shape[1]:] == 5).all()
+
+
 def test_the_compiled_step_is_the_whole_model_compiled_with_the_mode_and_backend_asked(monkeypatch):
     # fullgraph on one process, not under DDP (which splits the graph at its buckets); only inductor takes a mode
     # (kills __init__ 118-129)
