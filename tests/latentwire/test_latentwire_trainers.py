@@ -381,11 +381,11 @@ def test_a_batch_tokenized_now_is_padded_to_the_widths_with_the_tokenizers_own_p
     # (kills host_batch 20: pad_to(widths, None))
     tok = Tokenizer()
     tok.pad_id = 5
-    index = [0, 1, 2]
+    index = [1, 2, 3]  # answers of 4 columns where the data's longest has 6
     widths = PretokenizedCache.for_model(EXAMPLES, tok, TINY).widths
     own = batch_on_the_fly(EXAMPLES, index, tok, TINY)
     got = optimized.host_batch(EXAMPLES, index, tok, TINY, None, widths)
-    assert got.widths == widths and own.widths != widths
+    assert got.widths == widths and own.ans_ids.shape[1] < widths[1]
     _same_batch(got, own.pad_to(widths, 5))
     assert (got.ans_ids[:, own.ans_ids.shape[1]:] == 5).all()
 
