@@ -38,7 +38,9 @@ MODULES = {
                                            "tests/kit/test_host_transfers.py"]),
     "launches": ("src/perflab/kit/launches.py", ["tests/kit/test_launches.py"]),
     "bench": ("src/perflab/kit/bench.py", ["tests/kit/test_bench.py", "tests/kit/test_results.py"]),
-    "deciding": ("src/perflab/kit/deciding.py", ["tests/kit/test_decide.py", "tests/kit/test_rounds.py"]),
+    # deciding's rounds come from rounds.py (tests/kit/test_rounds.py tests that module, not this one)
+    "deciding": ("src/perflab/kit/deciding.py", ["tests/kit/test_decide.py", "tests/kit/test_intervals.py",
+                                                 "tests/kit/test_verdicts.py"]),
     "latentwire.optimized": ("src/perflab/latentwire/optimized.py", ["tests/latentwire/test_latentwire_trainers.py",
                                                                      "tests/latentwire/test_latentwire_losses.py",
                                                                      "tests/latentwire/test_latentwire_timing.py"]),
