@@ -378,3 +378,18 @@ def test_optimized_counts_each_work_list_rebuild(monkeypatch):
     x, y = make_activations(400, 20, 6, l0=5, seed=4)
     p = _fit("optimized", x, y, max_iter=60, accum_dtype="float64", class_slab_size=2)
     assert p.counters_["work_rebuilds"] == len(built) >= 3    # one a pass at least here
+
+
+def test_frozen_coordinates_are_counted_over_every_class_pass():
+    # The fit table's "frozen x% of coordinates" is counters_["frozen_coords"] / coef.numel(): counted per class pass
+    # and summed. A tolerance nothing can miss freezes every coordinate at its first check: all n_lat x n_cls of them,
+    # over three passes of two classes as over one; the count of a real fit does not depend on how the classes are cut
+    # into passes (each class's probe is its own problem; float64 sums so that no rounding moves a coordinate).
+    x, y = make_activations(190, 14, 6, l0=5, seed=11)
+    for slab in (2, 6):
+        p = _fit("optimized", x, y, max_iter=5, tol=1e9, class_slab_size=slab)
+        assert p.counters_["classes_per_pass"] == slab
+        assert p.counters_["frozen_coords"] == p.coef_.numel() == 14 * 6
+    counts = {slab: _fit("optimized", x, y, max_iter=8, accum_dtype="float64", class_slab_size=slab)
+              .counters_["frozen_coords"] for slab in (1, 4, 6)}     # 8 iterations: some frozen, not all
+    assert len(set(counts.values())) == 1 and 0 < counts[6] < 14 * 6, counts
