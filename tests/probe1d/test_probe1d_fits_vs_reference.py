@@ -304,9 +304,10 @@ def test_optimized_fallbacks_are_counted_over_passes_and_warned(problem, monkeyp
 
     monkeypatch.setattr(optimized, "lm_iteration", first_iterations_fall_back)
     x, y = problem
-    with pytest.warns(RuntimeWarning, match="^" + re.escape(FALLBACK_WARNING) + "$"):
+    with pytest.warns(RuntimeWarning, match="^" + re.escape(FALLBACK_WARNING) + "$") as seen:
         p = IMPLS["optimized"](device="cpu", max_iter=2, class_slab_size=2).fit(x, y)
     assert p.counters_["fallback_coord_iters"] == x.shape[1] * y.shape[1]
+    assert [w.filename for w in seen] == [__file__]     # the warning names the user's line that called fit
 
 
 def test_optimized_in_float64_follows_the_float64_reference_closely():
@@ -393,3 +394,29 @@ def test_frozen_coordinates_are_counted_over_every_class_pass():
     counts = {slab: _fit("optimized", x, y, max_iter=8, accum_dtype="float64", class_slab_size=slab)
               .counters_["frozen_coords"] for slab in (1, 4, 6)}     # 8 iterations: some frozen, not all
     assert len(set(counts.values())) == 1 and 0 < counts[6] < 14 * 6, counts
+
+
+@pytest.mark.parametrize("cdt,adt", [("float64", "float32"), ("float32", "float64"), ("float64", "float64")])
+def test_a_class_pass_starts_in_the_fits_own_dtypes(problem, cdt, adt):
+    # the weights start in the compute dtype and the damping and lagged-rho memory in the accumulation dtype: a start
+    # in torch's default float32 under a float64 fit rounds it before its first iteration
+    x, y = problem
+    s = _solver(compute_dtype=cdt, accum_dtype=adt)
+    st = s.init_pass(s.plan(x, y), 1, 4)
+    want_c, want_a = getattr(torch, cdt), getattr(torch, adt)
+    assert (st.w.dtype, st.b.dtype, st.loc["w"].dtype, st.loc["b"].dtype) == (want_c,) * 4
+    assert {st.loc[k].dtype for k in ("lam", "prev_loss", "prev_pred")} == {want_a}
+    assert bool((st.loc["w"] == 0).all()) and st.loc["lam"].shape == (x.shape[1] * 3,)
+
+
+def test_the_loss_matrix_takes_weights_in_the_solvers_compute_dtype(problem):
+    # weights handed in another dtype (a float64 fit's, set by hand) are evaluated as the solver's compute dtype
+    # would hold them: float64 weights on a float32 solver give exactly what their float32 rounding gives
+    x, y = problem
+    p = _fit("optimized", x, y, max_iter=3, tol=0.0)
+    g = torch.Generator().manual_seed(5)
+    coef = p.coef_.double() + 1e-4 * torch.rand(p.coef_.shape, generator=g, dtype=torch.float64)
+    b = p.intercept_.double() + 1e-4 * torch.rand(p.intercept_.shape, generator=g, dtype=torch.float64)
+    wide = p.solver.loss_matrix_with_aux(x, y, coef, b)
+    rounded = p.solver.loss_matrix_with_aux(x, y, coef.float(), b.float())
+    assert all(torch.equal(u, v) for u, v in zip(wide, rounded))

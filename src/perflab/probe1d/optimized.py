@@ -308,7 +308,7 @@ class OptimizedSolver:
             frozen += n_lat * (c1 - c0) - st.n_active if self.cfg.freeze else 0
         n_fb, n_zero = torch.stack([fallbacks, zero_grad]).tolist()   # one sync per fit for the counters
         if n_fb:
-            warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=2)
+            warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=3)   # the caller of Sparse1DProbe.fit
         counters = dict(fallback_coord_iters=n_fb, zero_grad_fallback_coord_iters=0, zero_grad_fallback_coords=0,
                         zero_grad_skipped_coords=n_zero, frozen_coords=frozen, classes_per_pass=step,
                         work_rebuilds=rebuilds)
