@@ -51,7 +51,11 @@ MODULES = {
     "probe1d.checks": ("src/perflab/probe1d/checks.py", ["tests/probe1d"]),
     "vae.optimized": ("src/perflab/vae/optimized.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
     # vae/optimized.py is a wrapper: its step and epoch are train.py's run_epoch under the optimized StepConfig
-    "vae.train": ("src/perflab/vae/train.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
+    # torch.compile(fullgraph=True) cannot trace mutmut's trampolines (dynamo's Unsupported): the tests that capture
+    # train.py's step whole fail on every mutant and on none (mutmut's stats run stopped, "runner returned 1"); they
+    # run in make test, not here
+    "vae.train": ("src/perflab/vae/train.py", ["tests/vae/test_vae_train.py", "--deselect",
+                                               "tests/vae/test_vae_train.py::test_dynamo_captures_the_optimized_losses_in_one_graph"]),
     "vae.checks": ("src/perflab/vae/checks.py", ["tests/vae"]),
     # 04's optimized version is core.rollout.recycle (early_exit/optimized.py calls it); the other loops live beside it
     "prover.core.rollout": ("src/perflab/prover/core/rollout.py", ["tests/prover/test_prover_early_exit.py",
