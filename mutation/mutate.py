@@ -54,7 +54,7 @@ MODULES = {
     # torch.compile(fullgraph=True) cannot trace mutmut's trampolines (dynamo's Unsupported): the tests that capture
     # train.py's step whole fail on every mutant and on none (mutmut's stats run stopped, "runner returned 1"); they
     # run in make test, not here
-    "vae.train": ("src/perflab/vae/train.py", ["tests/vae/test_vae_train.py", "--deselect",
+    "vae.train": ("src/perflab/vae/train.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_train_parts.py", "--deselect",
                                                "tests/vae/test_vae_train.py::test_dynamo_captures_the_optimized_losses_in_one_graph"]),
     "vae.checks": ("src/perflab/vae/checks.py", ["tests/vae"]),
     # 04's optimized version is core.rollout.recycle (early_exit/optimized.py calls it); the other loops live beside it
