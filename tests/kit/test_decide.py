@@ -310,3 +310,224 @@ def test_measured_from_samples_and_ratio_are_means():
     assert (r.value, r.low, r.high) == (6.0, 6.0, 6.0)
     r = Measured.ratio([1.0, 1.0, 1.0, 10.0] * 3, [1.0] * 12)     # a slow sample counts: the mean's 3.25
     assert r.value == pytest.approx(3.25)
+
+
+# ---- mutants of deciding.py the tests above let live (issue 39 item 3): each test names those it kills ----
+
+def test_the_looks_spend_alpha_as_6_over_pi_squared_k_squared():
+    # the levels of looks 1, 2, ... sum to alpha over any number of looks, the first getting 6 / pi^2 of it (kills _alpha
+    # 2, 3 and 5-8: a wrong constant or power spends more than alpha, or far less)
+    assert V._alpha(1, 0.01) == pytest.approx(0.01 * 6 / math.pi ** 2)
+    assert V._alpha(3, 0.01) == pytest.approx(V._alpha(1, 0.01) / 9)
+    assert sum(V._alpha(k, 0.01) for k in range(1, 100_000)) == pytest.approx(0.01, rel=1e-4)
+
+
+def test_each_look_is_charged_the_next_level(monkeypatch):
+    # look k is made at alpha_k: the looks of one decision are 1, 2, 3, ... (kills _Looks._at 1-3)
+    ks = []
+    real = V._alpha
+    monkeypatch.setattr(V, "_alpha", lambda k, alpha: ks.append(k) or real(k, alpha))
+    t = {"t": 0.0}
+
+    def once():
+        t["t"] += 0.01
+        return 1000 + 30 * math.sin(t["t"] * 50)
+
+    d = decide_value(once, at_least=999.0, clock=lambda: t["t"], max_run_time=2.0)
+    looks = ks[:-1]   # then the typical interval's level: the last look's
+    assert len(looks) >= 3 and looks == list(range(1, len(looks) + 1)) and ks[-1] == looks[-1], (ks, d)
+
+
+def _steady_value(n_warm: int = 2, step: float = 0.01):
+    """decide_value's inputs: a value of 1000 +- 1% (seeded), each sample `step` seconds of an injected clock."""
+    rng, t = random.Random(7), {"t": 0.0}
+
+    def once():
+        t["t"] += step
+        return 1000 * (1 + rng.gauss(0, 0.01))
+
+    return once, (lambda: t["t"]), t
+
+
+def test_a_value_decision_carries_its_samples_interval_rule_and_budget():
+    # every field of decide_value's Decision (kills samples 137-215's changed or dropped fields, 131, 148, 149, 151,
+    # 152, 153 and 156)
+    once, clock, t = _steady_value()
+    d = decide_value(once, at_least=900.0, partly=850.0, quantity="candidates/s", warmup=3, clock=clock, max_run_time=1.0)
+    assert (d.verdict, d.quantity, d.confidence) == ("holds", "candidates/s", CONFIDENCE)
+    assert (d.at_least, d.at_most, d.partly) == (900.0, None, 850.0)
+    assert d.rounds == len(d.samples) >= V.FIRST and d.value == pytest.approx(sum(d.samples) / len(d.samples))
+    assert math.isfinite(d.low) and d.low < d.value < d.high and math.isfinite(d.high)
+    assert d.seconds == pytest.approx(0.01 * (3 + d.rounds)) and t["t"] == pytest.approx(d.seconds)
+    assert d.typical == pytest.approx(sorted(d.samples)[len(d.samples) // 2], rel=1e-3)
+    assert math.isfinite(d.typical_low) and d.typical_low < d.typical < d.typical_high and math.isfinite(d.typical_high)
+    assert (d.calls, d.block, d.warmup_calls, d.waits_removed, d.note) == ((), 0.0, (3,), False, "")
+    assert math.isnan(d.longer)
+    r = decide_rate(lambda: (once(), 0.5), at_most=2500.0, partly=2600.0, clock=clock, warmup=0, max_run_time=1.0)
+    assert (r.verdict, r.at_least, r.at_most, r.partly, r.warmup_calls) == ("holds", None, 2500.0, 2600.0, (0,))
+    assert r.value == pytest.approx(2000, rel=0.02) and r.value == pytest.approx(sum(r.samples) / len(r.samples))
+    assert r.typical == pytest.approx(sorted(r.samples)[len(r.samples) // 2], rel=1e-3)
+
+
+def test_a_value_that_never_looks_is_its_typical_sample_with_no_interval():
+    # one sample fits: no interval (kills samples 137-147's fallback: its value, its open ends); a rising value says so
+    once, clock, _ = _steady_value(step=0.6)
+    d = decide_value(once, at_least=900.0, clock=clock, max_run_time=1.0, warmup=0)
+    assert d.rounds == 1 and d.value == d.samples[0] and (d.low, d.high) == (-math.inf, math.inf)
+    assert d.verdict == "within noise" and "too few for a 99% interval" in d.note
+    t = {"t": 0.0}
+
+    def rising():
+        t["t"] += 0.01
+        return 0.1 * (1 + t["t"])   # +100% over the second, every value below 1
+
+    d = decide_value(rising, at_least=0.01, clock=lambda: t["t"], max_run_time=1.0, warmup=0)
+    assert "the samples drift: +" in d.note   # (kills samples 93 and 99: no trend read, or none of values below 1)
+    d = decide_value(lambda: rising() * 0, at_most=1.0, clock=lambda: t["t"], max_run_time=1.0, warmup=0)
+    assert d.verdict == "holds" and d.note == ""   # zeros: no trend to read (kills samples 94, 98 and 100)
+
+
+def test_the_budget_note_tells_too_few_rounds_from_an_unsettled_interval():
+    # an interval with open ends: too few rounds; a finite one that straddles the threshold: only the budget (kills
+    # _budget_note 3-5)
+    once, clock, _ = _steady_value()
+    d = decide_value(once, at_least=1000.0, clock=clock, max_run_time=0.5)
+    assert d.verdict == "within noise" and math.isfinite(d.low) and math.isfinite(d.high)
+    assert d.note == f"the budget (0.5 s) ended after {d.rounds} rounds"
+
+
+def test_a_time_decision_carries_its_blocks_interval_rule_and_budget():
+    # every field of decide_time's Decision (kills timed 167-232's changed or dropped fields)
+    m = Machine(5)
+    t0 = m.clock()
+    d = decide_time(m.side(2e-3, jitter=0.02), at_most=5.0, partly=6.0, scale=1e3, quantity="ms per call",
+                    clock=m.clock, waited=m.waited, max_run_time=1.0)
+    assert (d.verdict, d.quantity, d.confidence, d.at_least, d.at_most, d.partly) == \
+        ("holds", "ms per call", CONFIDENCE, None, 5.0, 6.0)
+    assert d.rounds == len(d.samples) >= V.FIRST and d.value == pytest.approx(sum(d.samples) / len(d.samples))
+    assert d.value == pytest.approx(2.0, rel=0.05) and all(1.5 < s < 2.5 for s in d.samples)   # ms, per call
+    assert math.isfinite(d.low) and d.low < d.value < d.high and math.isfinite(d.high)
+    assert 0 < d.seconds <= 1.0 and d.seconds == pytest.approx(m.clock() - t0)
+    assert d.typical == pytest.approx(sorted(d.samples)[len(d.samples) // 2], rel=0.02)
+    assert math.isfinite(d.typical_low) and d.typical_low < d.typical < d.typical_high and math.isfinite(d.typical_high)
+    assert len(d.calls) == 1 and d.calls[0] >= 1 and d.block == pytest.approx(V.BLOCK, rel=0.5)   # a block's seconds
+    assert len(d.warmup_calls) == 1 and d.warmup_calls[0] >= 30 and d.waits_removed is True and math.isnan(d.longer)
+    # a call longer than the budget: no round, the warm-up's time per call with no interval (kills timed 164, 165)
+    m = Machine(5)
+    d = decide_time(m.side(0.4), at_most=5.0, scale=1e3, clock=m.clock, waited=m.waited, max_run_time=0.5)
+    assert d.rounds == 0 and d.value == pytest.approx(400, rel=0.05) and (d.low, d.high) == (-math.inf, math.inf)
+    assert "no round fit in the budget" in d.note and math.isnan(d.typical) and d.typical_low == -math.inf  # _typical 2
+
+
+def test_a_time_decision_re_sizes_a_drifting_side_and_says_the_blocks_drift():
+    # a call that slows steadily: its blocks re-sized from their last FIRST, and the trend said; a steady one is not
+    # re-sized (kills timed 80-100 and 153)
+    t = {"t": 0.0, "n": 0}
+
+    def slowing():
+        t["n"] += 1
+        t["t"] += 5e-4 * (1 + t["n"] / 300)
+
+    d = decide_time(slowing, at_most=1.0, clock=lambda: t["t"], max_run_time=2.0)
+    import re
+    sized = re.findall(r"re-sized at block (\d+): (\d+) -> (\d+) calls \(the time per call drifted\)", d.note)
+    assert sized and all(int(n) % V.FIRST == 0 and int(a) > int(b) for n, a, b in sized), d.note   # fewer, slower calls
+    assert "the blocks drift: the time per call moved +" in d.note
+    m = Machine(5)
+    d = decide_time(m.side(2e-3, jitter=0.02), at_most=5.0, scale=1e3, clock=m.clock, waited=m.waited, max_run_time=1.0)
+    assert "re-sized" not in d.note and "drift" not in d.note
+
+
+def test_decide_time_and_decide_value_name_themselves_and_the_bad_argument():
+    # (kills timed 8, 9, 14-17, 23 and 29, samples 1 and 14)
+    f = lambda: None  # noqa: E731
+    for call, match in [
+        (lambda: decide_time(f, at_most=1, scale=0), "^decide_time: scale must be a number > 0, got 0$"),
+        (lambda: decide_time(f, at_most=1, block=0), "^decide_time: block must be a number of seconds > 0"),
+        (lambda: decide_time(f, at_most=1, confidence=1.5), "^decide_time: confidence must be a float"),
+        (lambda: decide_value(None, at_least=1), "^decide_value: measure_once must be a callable"),
+        (lambda: decide_value(lambda: 1.0, at_least=1, warmup=True), "^decide_value: warmup must be a number of calls"),
+        (lambda: decide_value(lambda: 1.0, at_least=1, warmup=1.5), "^decide_value: warmup must be a number of calls"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=match):
+            call()
+
+
+def test_a_restart_makes_the_blocks_longer_and_drops_the_rounds(monkeypatch):
+    # LONG x longer blocks, sized again (kills _Paired.restart 1 and 2)
+    import perflab.kit.rounds as rounds
+    monkeypatch.setattr(rounds, "size_blocks", lambda sides, block: block)
+    p = _paired([1e-3] * 8, [5e-4] * 8, seconds=0.1)
+    p.sides, p.block, p.length = [], 0.005, 0.005
+    p.restart()
+    assert p.block == p.length == pytest.approx(0.005 * V.LONG) and p.tb == p.to == []
+
+
+def _checked(values, m: Measured, *, deadline: float, round_s: float, rule=None):
+    """_Paired.check with its rounds replaced: `values` the (baseline, optimized) seconds per call of each longer round
+    (the value b / o), each round `round_s` seconds of the clock; sides of 4 calls of 0.0625 s a longer block (one =
+    0.5 s). -> (check's result, the calls each round was asked for)."""
+    import types
+
+    import perflab.kit.rounds as rounds
+    t, asked, it = {"t": 0.0}, [], iter(values)
+
+    def paired_round(sides, sw, order, calls):
+        asked.append(calls)
+        t["t"] += round_s
+        b, o = next(it)
+        return (b * 4, 4), (o * 4, 4)
+
+    p = _paired([1.0] * 8, [1.0] * 8, seconds=1.0)
+    p.sides = [types.SimpleNamespace(calls=1, per_call=0.0625), types.SimpleNamespace(calls=1, per_call=0.0625)]
+    p.sw, p.order = types.SimpleNamespace(clock=lambda: t["t"]), None
+    mp = pytest.MonkeyPatch()
+    mp.setattr(rounds, "paired_round", paired_round)
+    try:
+        return p.check(m, deadline, rule or dict(at_least=1.5, at_most=None, partly=None)), asked
+    finally:
+        mp.undo()
+
+
+def test_the_longer_blocks_check_runs_four_rounds_where_they_fit_and_stops_before_one_that_would_not():
+    # four rounds of LONG x the calls when 4 longer rounds fit (exactly, here); then rounds while the next one fits
+    # (kills check 12, 14, 20, 23, 28, 32 and 36-38)
+    two = [(2.0, 1.0)] * 5
+    (v, off, note), asked = _checked(two, Measured(2.0, 1.9, 2.1), deadline=2.0, round_s=0.5)
+    assert (v, off, note) == (2.0, False, "") and asked == [[4, 4]] * 4
+    (_, _, _), asked = _checked(two, Measured(2.0, 1.9, 2.1), deadline=2.0, round_s=0.75)
+    assert len(asked) == 3   # after the third (2.25 s) one more would end past the deadline
+    (v, off, note), asked = _checked(two, Measured(2.0, 1.9, 2.1), deadline=1.99, round_s=0.5)
+    assert math.isnan(v) and not off and asked == [] and note == "not checked against 4x longer blocks: 1.99 s of budget left"
+    (v, _, note), asked = _checked(two, Measured(2.0, 1.9, 2.1), deadline=0.01, round_s=0.5)
+    assert note.endswith(": 0.01 s of budget left")
+
+
+@pytest.mark.parametrize("side", ["low", "high"])
+def test_the_longer_blocks_disagree_beyond_twice_their_standard_error(side):
+    # four longer rounds of 2.0, 2.2, 1.8, 2.0: value 2.0, standard error sqrt(0.08 / 3 / 4); the interval placed
+    # 1.9 and 2.3 standard errors away (kills check 54, 57, 58, 61, 63, 64, 80, 81, 85 and 86)
+    vals = [(2.0, 1.0), (2.2, 1.0), (1.8, 1.0), (2.0, 1.0)]
+    se = math.sqrt(0.08 / 3 / 4)
+    sign = 1 if side == "low" else -1
+
+    def apart(k):
+        edge = 2.0 + sign * k * se
+        m = Measured(edge, edge, edge + 0.5) if side == "low" else Measured(edge, edge - 0.5, edge)
+        rule = dict(at_least=1.0, at_most=None, partly=None)   # both hold: only the distance decides
+        return _checked(vals, m, deadline=2.0, round_s=0.5, rule=rule)[0][1]
+
+    assert apart(1.9) is False and apart(2.3) is True
+
+
+def test_a_single_longer_round_is_checked_against_the_interval_itself():
+    # one round fits: no standard error, the interval's own ends (kills check 55, 65, 67, 82 and 83)
+    one = [(2.0, 1.0)]
+    rule = dict(at_least=1.0, at_most=None, partly=None)
+    for m, off in ((Measured(2.0, 2.0, 2.5), False), (Measured(2.0, 1.5, 2.0), False), (Measured(2.5, 2.01, 2.6), True),
+                   (Measured(1.5, 1.0, 1.99), True)):
+        (v, got, note), asked = _checked(one, m, deadline=2.0, round_s=1.6, rule=rule)
+        assert len(asked) == 1 and v == 2.0 and got is off and (note == "") is not off
+    # two rounds, 2.2 and 1.8: a standard error of 0.14 (kills check 66)
+    (v, off, _), asked = _checked([(2.2, 1.0), (1.8, 1.0)], Measured(2.2, 2.1, 2.3), deadline=2.0, round_s=0.9, rule=rule)
+    assert len(asked) == 2 and v == pytest.approx(2.0) and off is False
