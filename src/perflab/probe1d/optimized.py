@@ -44,12 +44,13 @@ log = logging.getLogger("perflab.probe1d")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../perflab
 
 
-def _outside_perflab() -> int:
-    """warnings.warn's stacklevel, from its caller, of the first frame outside the perflab package: the user's line
-    that called fit, however many of perflab's frames lie between (what 3.12's skip_file_prefixes does)."""
-    f, level = sys._getframe(1), 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE + os.sep):
-        f, level = f.f_back, level + 1
+def _outside_perflab(frame) -> int:
+    """warnings.warn's stacklevel, from `frame` (the one that calls warn), of the first frame outside the perflab
+    package: the user's line that called fit, however many of perflab's frames lie between (3.12's
+    skip_file_prefixes)."""
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
     return level
 
 
@@ -322,7 +323,7 @@ class OptimizedSolver:
             frozen += n_lat * (c1 - c0) - st.n_active if self.cfg.freeze else 0
         n_fb, n_zero = torch.stack([fallbacks, zero_grad]).tolist()   # one sync per fit for the counters
         if n_fb:
-            warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=_outside_perflab())
+            warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=_outside_perflab(sys._getframe()))
         counters = dict(fallback_coord_iters=n_fb, zero_grad_fallback_coord_iters=0, zero_grad_fallback_coords=0,
                         zero_grad_skipped_coords=n_zero, frozen_coords=frozen, classes_per_pass=step,
                         work_rebuilds=rebuilds)
