@@ -45,9 +45,12 @@ MODULES = {
                                                                      "tests/latentwire/test_latentwire_losses.py",
                                                                      "tests/latentwire/test_latentwire_timing.py"]),
     "latentwire.checks": ("src/perflab/latentwire/checks.py", ["tests/latentwire"]),
+    # the warning's frame: mutmut's trampolines (another package) stand between the user's line and fit
     "probe1d.optimized": ("src/perflab/probe1d/optimized.py", ["tests/probe1d/test_probe1d_fits_vs_reference.py",
                                                                "tests/probe1d/test_probe1d_kernels.py",
-                                                               "tests/probe1d/test_probe1d_syncs.py"]),
+                                                               "tests/probe1d/test_probe1d_syncs.py", "--deselect",
+                                                               "tests/probe1d/test_probe1d_fits_vs_reference.py::"
+                                                               "test_the_fallback_warning_names_the_users_line_that_called_fit"]),
     "probe1d.checks": ("src/perflab/probe1d/checks.py", ["tests/probe1d"]),
     "vae.optimized": ("src/perflab/vae/optimized.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
     # vae/optimized.py is a wrapper: its step and epoch are train.py's run_epoch under the optimized StepConfig
