@@ -620,3 +620,24 @@ def test_a_time_decision_of_few_rounds_says_so_and_keeps_its_rule():
     d = decide_time(m.side(2e-3, jitter=0.02), at_most=5.0, clock=m.clock, waited=m.waited, max_run_time=2.0)
     # a warm-up of a tenth of the budget at least, then a quarter of it in rounds before the first look (kills timed 144)
     assert d.seconds >= 0.1 * 2.0 + 0.25 * 2.0
+
+
+def test_a_re_sized_pair_keeps_the_steady_sides_calls_and_says_both_before_and_after():
+    # the optimized side slows (0.5 ms to ~1.5 ms a call): re-sized from the last FIRST rounds' time per call; the
+    # baseline's calls stay (kills _Paired.round 33, 35, 44 and 46)
+    import re
+    clock = {"t": 0.0, "n": 0}
+
+    def base():
+        clock["t"] += 1e-3
+
+    def opt():
+        clock["n"] += 1
+        clock["t"] += 5e-4 * (1 + clock["n"] / 300)
+
+    d = decide_speedup(base, opt, at_least=0.9, clock=lambda: clock["t"], max_run_time=2.0)
+    sized = re.findall(r"re-sized at round \d+: optimized drifted from its calibration \(calls per block (\d+)/(\d+) -> "
+                       r"(\d+)/(\d+)\)", d.note)
+    assert sized, d.note
+    (a, b, c, e), last = [tuple(map(int, s)) for s in sized[:1]][0], tuple(map(int, sized[-1][2:]))
+    assert a == c and b > e and last == d.calls
