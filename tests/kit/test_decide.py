@@ -641,3 +641,35 @@ def test_a_re_sized_pair_keeps_the_steady_sides_calls_and_says_both_before_and_a
     assert sized, d.note
     (a, b, c, e), last = [tuple(map(int, s)) for s in sized[:1]][0], tuple(map(int, sized[-1][2:]))
     assert a == c and b > e and last == d.calls
+
+
+def test_a_paired_decision_carries_its_rounds_rule_and_notes():
+    # every field of decide_speedup's Decision; with no round, the warm-up's ratio with the ratio's open interval
+    # [0, inf) (a saving's: (-inf, inf)) and no check (kills paired 11, 94, 103, 156-164, 171, 173-177, 185, 208-221,
+    # 249 and 250)
+    d, _ = decide(dict(cost=1e-3, slow_every=10, slow_factor=10), dict(cost=4e-4), at_least=3.0, partly=2.0, block=1e-3,
+                  min_rounds=100)
+    assert (d.verdict, d.quantity, d.confidence, d.at_least, d.at_most, d.partly) == \
+        ("holds", "speedup", CONFIDENCE, 3.0, None, 2.0)
+    assert d.rounds == len(d.samples) >= 100 and len(d.calls) == 2 and len(d.warmup_calls) == 2
+    assert math.isfinite(d.typical_low) and d.typical_low < d.typical < d.typical_high and math.isfinite(d.typical_high)
+    assert d.note.endswith("(speedup)") and not math.isnan(d.longer)
+    m = Machine(0)
+    d = decide_saving(m.side(2.0), m.side(1.0), at_least=0.5, clock=m.clock, waited=m.waited, max_run_time=0.5)
+    assert d.rounds == 0 and d.value == pytest.approx(1.0, rel=0.2) and (d.low, d.high) == (-math.inf, math.inf)
+    assert math.isnan(d.longer)
+    d, _ = decide(dict(cost=2.0), dict(cost=1.0), at_least=1.5, max_run_time=0.5)
+    assert d.rounds == 0 and d.value == pytest.approx(2.0, rel=0.2) and (d.low, d.high) == (0.0, math.inf)
+    with pytest.raises(TypeError, match="^decide_speedup: baseline must be a callable"):
+        decide_speedup(None, lambda: None, at_least=1.0)
+    clock = {"t": 0.0, "n": 0}
+
+    def base():
+        clock["t"] += 1e-3
+
+    def opt():
+        clock["n"] += 1
+        clock["t"] += 5e-4 * (1 + clock["n"] / 300)
+
+    d = decide_speedup(base, opt, at_least=0.9, clock=lambda: clock["t"], max_run_time=2.0)
+    assert "the rounds drift: the ratio moved -" in d.note
