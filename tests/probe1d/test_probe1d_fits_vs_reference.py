@@ -432,3 +432,20 @@ def test_the_loss_matrix_takes_weights_in_the_solvers_compute_dtype(problem):
     wide = p.solver.loss_matrix_with_aux(x, y, coef, b)
     rounded = p.solver.loss_matrix_with_aux(x, y, coef.float(), b.float())
     assert all(torch.equal(u, v) for u, v in zip(wide, rounded))
+
+
+@pytest.mark.parametrize("compile,backend", [("default", "eager"), ("max-autotune", "inductor")])
+def test_the_solver_compiles_both_kernels_with_the_mode_and_backend_asked_for(monkeypatch, compile, backend):
+    # the study's compile and backend parameters reach both torch.compile calls (nothing is compiled here: the
+    # recorder stands in for torch.compile); "off" compiles nothing
+    from perflab.kit.compiles import compile_kwargs
+    from perflab.probe1d import optimized
+
+    asked = []
+    monkeypatch.setattr(optimized.torch, "compile", lambda fn, **kw: asked.append((fn.__name__, kw)) or fn)
+    _solver(compile=compile, backend=backend)
+    want = compile_kwargs(compile, backend)
+    assert asked == [("tile_sums", want), ("lm_iteration", want)] and want["backend"] == backend
+    asked.clear()
+    _solver(compile="off")
+    assert asked == []
