@@ -622,10 +622,9 @@ def test_a_time_decision_of_few_rounds_says_so_and_keeps_its_rule():
     assert d.seconds >= 0.1 * 2.0 + 0.25 * 2.0
 
 
-def test_a_re_sized_pair_keeps_the_steady_sides_calls_and_says_both_before_and_after():
-    # the optimized side slows (0.5 ms to ~1.5 ms a call): re-sized from the last FIRST rounds' time per call; the
-    # baseline's calls stay (kills _Paired.round 33, 35, 44 and 46)
-    import re
+def _slowing_optimized_side():
+    """decide_speedup on a clock the calls advance: the baseline 1 ms a call, the optimized side 0.5 ms slowing to
+    ~1.5 ms by its 600th call."""
     clock = {"t": 0.0, "n": 0}
 
     def base():
@@ -635,7 +634,14 @@ def test_a_re_sized_pair_keeps_the_steady_sides_calls_and_says_both_before_and_a
         clock["n"] += 1
         clock["t"] += 5e-4 * (1 + clock["n"] / 300)
 
-    d = decide_speedup(base, opt, at_least=0.9, clock=lambda: clock["t"], max_run_time=2.0)
+    return decide_speedup(base, opt, at_least=0.9, clock=lambda: clock["t"], max_run_time=2.0)
+
+
+def test_a_re_sized_pair_keeps_the_steady_sides_calls_and_says_both_before_and_after():
+    # the optimized side slows (0.5 ms to ~1.5 ms a call): re-sized from the last FIRST rounds' time per call; the
+    # baseline's calls stay (kills _Paired.round 33, 35, 44 and 46)
+    import re
+    d = _slowing_optimized_side()
     sized = re.findall(r"re-sized at round \d+: optimized drifted from its calibration \(calls per block (\d+)/(\d+) -> "
                        r"(\d+)/(\d+)\)", d.note)
     assert sized, d.note
@@ -662,14 +668,5 @@ def test_a_paired_decision_carries_its_rounds_rule_and_notes():
     assert d.rounds == 0 and d.value == pytest.approx(2.0, rel=0.2) and (d.low, d.high) == (0.0, math.inf)
     with pytest.raises(TypeError, match="^decide_speedup: baseline must be a callable"):
         decide_speedup(None, lambda: None, at_least=1.0)
-    clock = {"t": 0.0, "n": 0}
-
-    def base():
-        clock["t"] += 1e-3
-
-    def opt():
-        clock["n"] += 1
-        clock["t"] += 5e-4 * (1 + clock["n"] / 300)
-
-    d = decide_speedup(base, opt, at_least=0.9, clock=lambda: clock["t"], max_run_time=2.0)
+    d = _slowing_optimized_side()
     assert "the rounds drift: the ratio moved -" in d.note

@@ -12,20 +12,12 @@ from perflab.kit.launches import count_launches
 from perflab.kit.syncs import assert_no_host_syncs, count_host_syncs
 from perflab.vae import BadLabelsError, ModelConfig, TrainConfig, baseline, make_batches, optimized
 from perflab.vae.captured import Captured, _Ring
-from perflab.vae.study import DRAWS, count_step_launches, launch_kinds, torch_threads, trainer
+from perflab.vae.study import DRAWS, count_step_launches, launch_kinds, trainer
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)
 TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5)  # beta and lambda ramp within the test's steps
 SC = optimized.step_config(sep_grad=False, log_every=4)  # the baseline's math: same curves as the baseline
 KW = dict(model_cfg=SMALL, train_cfg=TC, seed=0, device="cpu")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # the module's fixtures run before conftest's per-test thread setting: one thread for all of them, so
-    # eager results compare bit for bit (another thread count splits the matmuls differently)
-    with torch_threads(1):
-        yield
 
 
 @pytest.fixture(scope="module")

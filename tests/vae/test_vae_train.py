@@ -23,18 +23,11 @@ from perflab.vae import (
     single_changes,
     train_step,
 )
-from perflab.vae.study import IMPLS, torch_threads, version
+from perflab.vae.study import IMPLS, version
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)   # counts and equalities do not depend on widths
 # warm-ups of a few steps so beta and lambda are non-zero within a short test
 TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # tiny tensors: a second intra-op thread only adds wake-ups (and stalls on a busy 2-core host)
-    with torch_threads(1):
-        yield
 
 
 @pytest.fixture(scope="module")

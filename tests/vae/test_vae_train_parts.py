@@ -21,17 +21,10 @@ from perflab.vae import (
     train_step,
 )
 from perflab.vae.pieces import fisher_ratio_loop
-from perflab.vae.study import torch_threads
 from perflab.vae.train import REMAPS, check_batch, step_losses
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)
 TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5, eps=0.5)   # eps large enough to move J
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    with torch_threads(1):
-        yield
 
 
 @pytest.fixture(scope="module")
