@@ -15,11 +15,14 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import warnings
 
 __version__ = "0.2.0"
 
 # perflab 0.1 kept the kit at the top level: a study that `perflab new` wrote then imports `perflab.bench`,
-# `perflab.run` and (its tests) `perflab.notebooks`. Those names stay importable, as the same module objects.
+# `perflab.run` and (its tests) `perflab.notebooks`. Those names stay importable, as the same module objects, until
+# REMOVED_IN; importing one warns once, naming its new name.
+REMOVED_IN = "perflab 0.4"
 OLD_NAMES = {f"perflab.{m}": f"perflab.kit.{m}" for m in (
     "bench", "verdicts", "claims", "syncs", "launches", "compiles", "memory", "cudagraphs", "env", "results",
     "profiling", "formatting", "params", "paths")}
@@ -33,7 +36,16 @@ class _OldName(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(name, self) if name in OLD_NAMES else None
 
     def create_module(self, spec):
-        module = importlib.import_module(OLD_NAMES[spec.name])
+        # A FutureWarning, not a DeprecationWarning: Python hides a DeprecationWarning unless the importing line is
+        # in __main__ (a notebook cell), and a 0.1 study imports most old names from its own package (study.py,
+        # params.py, claims.py): its author, the one who must change the line, would never see it. A FutureWarning
+        # shows in the notebook, under `perflab run` and in pytest alike. Once per name and process: the module
+        # then sits in sys.modules under the old name, and this finder is not asked again. stacklevel=2 skips
+        # importlib's own frames, so the warning points at the user's import line.
+        new = OLD_NAMES[spec.name]
+        warnings.warn(f"{spec.name} is perflab 0.1's name for {new}: import {new} instead "
+                      f"({REMOVED_IN} removes {spec.name})", FutureWarning, stacklevel=2)
+        module = importlib.import_module(new)
         spec.loader_state = module.__spec__  # import sets module.__spec__ to this spec: exec_module puts it back
         return module
 
