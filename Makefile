@@ -61,7 +61,7 @@ test-fast: setup
 	$(VENV)/bin/ruff check src tests notebooks
 	$(PY) -m pytest -q -m "not slow and not wheel and not slurm and not browser" tests
 
-# the wheel in a fresh venv outside the checkout, then a new study to a report (Your own study): ~1.5-2 min, after
+# the wheel in a fresh venv outside the checkout, then a new study to a report (docs/new-study.md): ~1.5-2 min, after
 # make test in .ci/run, as test-min is
 test-wheel: setup
 	$(PY) -m pytest -q -m wheel tests

@@ -2,7 +2,7 @@
 (inverses included), on small graphs, mined with the same measures as `perflab.prover.core.mining` and scored by
 the rules alone, to measure whether they would help where rules of length <= 2 cover too little.
 
-What it measured (Nations, README's "Real knowledge graphs"): they do not help. Competing for the same 15 rules per
+What it measured (Nations, docs/knowledge-graphs.md): they do not help. Competing for the same 15 rules per
 head, rules of length <= 3 cover 76.9% of the valid triples instead of 95.0% and the rules alone rank at 0.626
 instead of 0.760; 15 of length 3 added to the 15 of length <= 2 rank at 0.716. So the engine keeps bodies of 1-2
 atoms and nothing here is part of the package (tests/prover/test_prover_paths3.py keeps it running).

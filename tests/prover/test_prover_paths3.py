@@ -1,4 +1,4 @@
-"""tools/paths3.py, the experiment with closed-path rules of length 3 (README's "Real knowledge graphs"): mined
+"""tools/paths3.py, the experiment with closed-path rules of length 3 (docs/knowledge-graphs.md): mined
 with the measures of `perflab.prover.core.mining` and fired as counted by hand, so the tool keeps running."""
 import importlib.util
 from pathlib import Path

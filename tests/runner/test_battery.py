@@ -1,6 +1,6 @@
 """The battery of claims of known truth (perflab.runner.battery), short: the verdict rule under a load the test starts.
 
-`perflab battery` runs the full one (README: "How far a verdict can be trusted"); here four cases, twice each, with
+`perflab battery` runs the full one (docs/verdicts.md: "how often that is right"); here four cases, twice each, with
 two busy processes on the machine: the A/A pair and the lazy init never "hold" and no verdict is wrong. Speed is not
 asserted: a verdict may be "within noise" on a slow machine, never the opposite of the truth."""
 import json

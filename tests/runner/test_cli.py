@@ -241,7 +241,7 @@ def test_a_direct_papermill_run_never_replaces_what_a_report_links(nb_dir, tmp_p
     plot = out / link
     before = plot.read_text()
     assert link.startswith("tiny/") and "n=3" in before
-    # the README's direct command, whose results go to the same folder ($PERFLAB_OUT or outputs/local)
+    # docs/command.md's direct command (papermill), whose results go to the same folder ($PERFLAB_OUT or outputs/local)
     monkeypatch.setenv("PERFLAB_OUT", str(out))
     papermill.execute_notebook(str(nb_dir / "tiny.ipynb"), str(tmp_path / "direct.ipynb"), parameters={"n": 5},
                                progress_bar=False, cwd=str(nb_dir))

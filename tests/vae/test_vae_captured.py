@@ -146,7 +146,7 @@ def test_cuda_one_replay_per_step_same_math_no_sync(compile):
     from perflab.vae.captured import traced_backward_problem, unsupported_message
 
     if compile != "off" and (problem := traced_backward_problem()) is not None:
-        pytest.skip(unsupported_message(problem))  # this torch: 05 runs the eager form (README)
+        pytest.skip(unsupported_message(problem))  # this torch: 05 runs the eager form (docs/gpu-hosts.md)
     dev = torch.device("cuda")
     data = make_batches(8, batch=64, group=1, seed=0, per_kind=12, device=dev)
     kw = dict(KW, device=dev)

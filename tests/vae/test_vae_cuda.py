@@ -21,7 +21,7 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
     from perflab.vae.captured import Captured, traced_backward_problem, unsupported_message
     from perflab.vae.study import trainer
 
-    if (problem := traced_backward_problem()) is not None:  # this torch: 05 runs the eager form (README)
+    if (problem := traced_backward_problem()) is not None:  # this torch: 05 runs the eager form (docs/gpu-hosts.md)
         pytest.skip(unsupported_message(problem))
 
     kw = dict(model_cfg=ModelConfig(hidden=(32, 16), latent=8), train_cfg=TrainConfig(), seed=0, device=CUDA)

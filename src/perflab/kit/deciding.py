@@ -25,8 +25,8 @@ How they are judged (`perflab.kit.intervals`):
   (the verdict) or the next round would not fit in `max_run_time`. Look k is made at level alpha_k = alpha * 6 /
   (pi^2 k^2), alpha = 1 - confidence; these sum to alpha over any number of looks (a union bound), so a verdict on
   the wrong side happens at most alpha / 2 of the time (0.5%) where the batch means are close to normal: measured on
-  claims of known truth that behave as real code does, under load and in simulation (`perflab battery`; the README's
-  tables).
+  claims of known truth that behave as real code does, under load and in simulation (`perflab battery`; the tables
+  of docs/verdicts.md).
 - Before a verdict the rounds are checked for a trend (a line through the batches, told apart from flat at 1% and
   larger than 3%): a look that sees one does not decide, and a verdict reached with one says so.
 - Then, where the budget allows, four rounds with blocks 4x longer: a side not yet steady, or fine interleaving that
