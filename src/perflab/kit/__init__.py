@@ -7,6 +7,7 @@
     rounds      Stopwatch (a block's own time), warm_up(), size_blocks(), PairedTimer, BlockTimer
     intervals   mean_interval(), ratio_interval() (batch means, Fieller), median_interval(), trend(), with_drift()
     claims      Claim, Claims (a study's claims as data, checked at import), Check, report_checks, claims_figure
+    versions    Versions (a study's versions, the baseline flagged), Variant (a version with its knobs), Grid
     syncs       count_host_syncs(), assert_no_host_syncs()
     launches    count_launches()   (kernels on CUDA; dispatched aten ops on CPU)
     compiles    count_compiles(), compile_kwargs(), allow_recompiles()

@@ -4,28 +4,28 @@
     data = study.inputs(run)                    the benchmark's inputs, seeded
     checks.correctness(run, data)               the correctness checks (checks.py), before anything is timed
     counts = study.counts(run, data)            what is counted: the same on every device, so nbval checks it
-    times = study.benchmark(run)                the timings, declared as data (sizes x versions): table and plot
+    times = study.benchmark(run)                the timings, declared as data (a Grid: sizes x versions)
     fig = study.plot(run, times)                the benchmark's plot
     found = study.evidence(run, data, counts)   each claim's measurement, keyed by claim, for CLAIMS.judge
 
 Each takes the run (`run.cfg`: the parameters, `run.device`, `run.log`: the results log); those that measure log
-what they measured and print it. IMPLS names the versions: the one place that does."""
+what they measured and print it. IMPLS names the versions (`perflab.kit.versions.Versions`): the one place
+that does; a parameter naming a version is looked up there, `IMPLS[name]`, which refuses an unknown name."""
 from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import torch
-from perflab.kit.bench import Measurement, compare, measure_interleaved, summary
 from perflab.kit.env import device_kind
 from perflab.kit.syncs import count_host_syncs
 from perflab.kit.verdicts import Measured, decide_speedup
+from perflab.kit.versions import Grid, GridResult, Versions
 
 from . import baseline, optimized
 from .claims import CLAIMS
 from .data import blobs
 
-IMPLS = {"baseline": baseline.kmeans, "optimized": optimized.kmeans}  # the versions, by name, baseline first
+IMPLS = Versions({"baseline": baseline.kmeans, "optimized": optimized.kmeans})  # the versions, the baseline first
 # looked up at import, so a claim key misspelt here or in claims.py stops the notebook's first cell, not its last
 SYNCS, SPEED = CLAIMS["syncs"], CLAIMS["speed"]
 
@@ -56,43 +56,25 @@ def counts(run, data) -> dict[str, dict]:
     return out
 
 
-def benchmark(run) -> dict[tuple[str, int], Measurement]:
-    """One call of each version at every cluster count of `sweep_k` and `k` (sizes x versions), in two interleaved
-    rounds so that a drift of the machine hits both alike (`perflab.kit.bench.measure_interleaved`); logged, and printed
-    as a table. -> {(version, k): Measurement of one call}"""
+def benchmark(run) -> GridResult:
+    """One call of each version at every cluster count of `sweep_k` and `k` (a `perflab.kit.versions.Grid`: sizes x
+    versions, in two interleaved rounds so that a drift of the machine hits both alike); logged, and printed as a
+    table. -> GridResult: `times[(version, k)]` a Measurement of one call, `.figure()`"""
     cfg, device = run.cfg, run.device
-    times = {}
-    for k in sorted({*cfg.sweep_k, cfg.k}):
-        data = blobs(cfg.n, cfg.dim, k, seed=cfg.seed, device=device)
-        fns = {(name, k): _call(impl, data, cfg.iters) for name, impl in IMPLS.items()}
-        times.update(measure_interleaved(fns, label="k-means, one call", rounds=2, device=device,
-                                         sub_labels={key: f"k={k}" for key in fns},
-                                         descriptions={key: key[0] for key in fns},
-                                         min_run_time=cfg.min_run_time, max_run_time=cfg.max_run_time))
-    for (name, k), m in times.items():
-        run.log.measurement(m, metric="time per call", impl=name, k=k)
-    compare(times.values(), title=f"one call of {cfg.iters} iterations, {cfg.n} points, on {device_kind(device)}"
-            ).print()
+    grid = Grid(IMPLS.variants(), sizes=sorted({*cfg.sweep_k, cfg.k}), size_name="k", label="k-means, one call",
+                inputs=lambda k: blobs(cfg.n, cfg.dim, k, seed=cfg.seed, device=device),
+                call=lambda version, data: _call(version, data, cfg.iters))
+    times = grid.measure(device=device, min_run_time=cfg.min_run_time, max_run_time=cfg.max_run_time)
+    times.log(run.log, metric="time per call")
+    times.table(title=f"one call of {cfg.iters} iterations, {cfg.n} points, on {device_kind(device)}").print()
     return times
 
 
-def plot(run, times: dict[tuple[str, int], Measurement]):
+def plot(run, times: GridResult):
     """Time per call against the cluster count, one line per version (median, p20-p80). -> matplotlib Figure"""
     cfg = run.cfg
-    ks = sorted({k for _, k in times})
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name in IMPLS:
-        s = [summary(times[name, k]) for k in ks]
-        ax.errorbar(ks, [1e3 * x["median_s"] for x in s], marker="o", label=name, capsize=3,
-                    yerr=[[1e3 * (x["median_s"] - x["p20_s"]) for x in s],
-                          [1e3 * (x["p80_s"] - x["median_s"]) for x in s]])
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("clusters k")
-    ax.set_ylabel(f"ms per call of {cfg.iters} iterations (median, p20-p80)")
-    ax.set_title(f"k-means on {device_kind(run.device)}: {cfg.n} points, {cfg.dim} dimensions")
-    ax.legend()
-    return fig
+    return times.figure(ylabel=f"ms per call of {cfg.iters} iterations (median, p20-p80)",
+                        title=f"k-means on {device_kind(run.device)}: {cfg.n} points, {cfg.dim} dimensions")
 
 
 def evidence(run, data, counts: dict[str, dict]) -> dict[str, tuple]:
