@@ -38,7 +38,7 @@ def pick_device(spec: str | torch.device = "auto") -> torch.device:
             built = f"torch {torch.__version__} built " + (
                 f"with CUDA {torch.version.cuda}" if torch.version.cuda else "without CUDA (a CPU build)")
             raise ValueError(f"device {spec!r} was asked for but no CUDA device is visible here ({built}); "
-                             "use device='cpu' or 'auto', or install a CUDA build of torch (see README)")
+                             "use device='cpu' or 'auto', or install a CUDA build of torch (see docs/gpu-hosts.md)")
         dev = torch.device(s)
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ValueError(f"device {spec!r} was asked for but only {torch.cuda.device_count()} CUDA "
