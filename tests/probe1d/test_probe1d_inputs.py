@@ -10,7 +10,7 @@ import torch
 from perflab.kit.params import ParameterError
 from perflab.probe1d import Sparse1DProbe, load_dataset, make_activations, save_dataset
 from perflab.probe1d.data import DataSource, make_csr
-from perflab.probe1d.study import IMPLS, version
+from perflab.probe1d.study import IMPLS
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +108,8 @@ def test_bad_options():
 def test_a_version_is_picked_by_its_name_in_impls_only():
     # one way to pick: study.IMPLS; the public Sparse1DProbe is the optimized version itself, with no impl switch
     assert list(IMPLS) == ["baseline", "optimized"] and Sparse1DProbe is IMPLS["optimized"]
-    with pytest.raises(ValueError, match=re.escape("unknown implementation 'fast': expected one of baseline, optimized")):
-        version("fast")
+    with pytest.raises(ValueError, match=re.escape("no version 'fast': expected one of baseline, optimized")):
+        IMPLS["fast"]
     with pytest.raises(ParameterError, match=re.escape("unknown parameter 'impl'")):
         Sparse1DProbe(impl="baseline")
 

@@ -18,7 +18,7 @@ from ..kit.claims import Check
 from .data import make_activations
 from .probe import Sparse1DProbeBase
 from .reference import Reference1DProbe
-from .study import IMPLS, quiet_fit, version
+from .study import IMPLS, quiet_fit
 
 
 def agreement(a, b, x, y, tol: float = 1e-4) -> dict:
@@ -100,7 +100,7 @@ def small_problem() -> tuple[torch.Tensor, torch.Tensor]:
 def fit_small(impl: str, **kw) -> Sparse1DProbeBase:
     """Version `impl` (a name in study.IMPLS) fitted on `small_problem()` on the CPU."""
     xs, ys = small_problem()
-    return quiet_fit(version(impl)(device="cpu", **kw), xs, ys)
+    return quiet_fit(IMPLS[impl](device="cpu", **kw), xs, ys)
 
 
 def _gap(p, ref, cols=slice(None)) -> tuple[bool, float]:

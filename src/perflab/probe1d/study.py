@@ -10,8 +10,9 @@ compared is timed side by side in one run (`measure_iterations`, `time_fits`), s
 both. A claim's verdict comes from paired rounds instead (`decide_iteration_speedup`, `decide_floor`: the kit's
 `decide_speedup`: the ratio of mean times, a 99% interval and sequential stopping within a time budget).
 
-IMPLS names the versions (each `Sparse1DProbe`, same arguments): the one place that does. Where a parameter names a
-version ("baseline", "optimized"), `version(name)` looks it up.
+IMPLS names the versions (each `Sparse1DProbe`, same arguments; `perflab.kit.versions.Versions`): the one place that
+does. Where a parameter names a version ("baseline", "optimized"), `IMPLS[name]` looks it up (an unknown name is
+refused with the names there are).
 """
 from __future__ import annotations
 
@@ -24,17 +25,11 @@ import torch
 
 from ..kit.bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
 from ..kit.env import pick_device
+from ..kit.versions import Versions
 from . import baseline, optimized
 from .probe import Sparse1DProbeBase
 
-IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": optimized.Sparse1DProbe}  # the versions, baseline first
-
-
-def version(name: str) -> type[Sparse1DProbeBase]:
-    """The version `name` names in IMPLS; an unknown name is refused with the names there are."""
-    if name not in IMPLS:
-        raise ValueError(f"unknown implementation {name!r}: expected one of {', '.join(IMPLS)}")
-    return IMPLS[name]
+IMPLS = Versions({"baseline": baseline.Sparse1DProbe, "optimized": optimized.Sparse1DProbe})  # the baseline first
 
 
 @contextlib.contextmanager
@@ -73,7 +68,7 @@ def profile_fit(impl: str, x, y, *, hook_and_debug: bool = False, out_dir=None, 
     from ..kit.profiling import profile
 
     seen: list = []
-    probe = version(impl)(iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
+    probe = IMPLS[impl](iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
     with debug_logging(hook_and_debug):
         prof = profile(lambda: quiet_fit(probe, x, y), out_dir=out_dir, name=name or f"fit_{impl}", interval=interval)
     return prof, len(seen)
@@ -84,7 +79,7 @@ def hook_cost(impl: str, x, y, **solver_kw) -> dict:
     -> {"ratio": hooked / plain (medians), "low", "high": its p20/p80 range, "plain", "hooked": Measurements}"""
     fns = {}
     for hooked in (False, True):
-        probe = version(impl)(iteration_hook=(lambda info: None) if hooked else None, **solver_kw)
+        probe = IMPLS[impl](iteration_hook=(lambda info: None) if hooked else None, **solver_kw)
 
         def fit(probe=probe, hooked=hooked):
             with debug_logging(hooked):
@@ -114,7 +109,7 @@ def iteration_callable(impl: str, x, y, baseline_slabs: int = 0, **config):
     fit does once (the optimized plan; nothing for the baseline); `one_iteration()` advances every coordinate by
     one LM iteration from a fresh start, or, for the baseline with `baseline_slabs` > 0, only the first slabs
     (all slabs cost the same: same events, same rows); multiply its time by `scale` for a whole iteration."""
-    probe = version(impl)(**config)
+    probe = IMPLS[impl](**config)
     knobs = {"slabs": baseline_slabs} if baseline_slabs else {}   # the baseline's own knob
     return probe.solver.timed_iteration(x, y, **knobs)
 
@@ -220,7 +215,7 @@ def time_fits(variants: dict, x, y, *, device, max_iter: int, repeats: int = 3) 
     from ..kit.env import synchronize
 
     def fit(impl, kw):
-        return quiet_fit(version(impl)(device=device, max_iter=max_iter, **kw), x, y)
+        return quiet_fit(IMPLS[impl](device=device, max_iter=max_iter, **kw), x, y)
 
     first = {}
     for name, (impl, kw) in variants.items():
