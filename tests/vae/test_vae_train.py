@@ -23,7 +23,7 @@ from perflab.vae import (
     single_changes,
     train_step,
 )
-from perflab.vae.study import IMPLS, version
+from perflab.vae.study import IMPLS
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)   # counts and equalities do not depend on widths
 # warm-ups of a few steps so beta and lambda are non-zero within a short test
@@ -46,7 +46,7 @@ def _run(batches, *, impl="baseline", config=None, model_cfg=SMALL, seed=0, sync
         if config is not None:
             log = run_epoch(model, batches, config, optimizer=opt, train=TC, progress=False, **kw)
         else:
-            log = version(impl)(model, batches, optimizer=opt, train=TC, progress=False, **kw)
+            log = IMPLS[impl](model, batches, optimizer=opt, train=TC, progress=False, **kw)
     return log, model
 
 
@@ -152,7 +152,7 @@ def test_bad_batches(batches):
         _run([(x[:, :100], y)], impl="optimized")
     with pytest.raises(ValueError, match="yielded no batch"):
         _run([], impl="optimized")
-    with pytest.raises(ValueError, match="unknown implementation 'fast': expected one of baseline, optimized, captured"):
+    with pytest.raises(ValueError, match="no version 'fast': expected one of baseline, optimized, captured"):
         _run(batches, impl="fast")
     with pytest.raises(ParameterError, match="log_every"):
         _run(batches, config=dataclasses.replace(StepConfig(), log_every=0))

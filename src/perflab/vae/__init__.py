@@ -15,8 +15,8 @@
     claims.py     the seed's claims and the issue's targets with their verdict rules
 
 The three `train_epoch` take the same arguments (model, batches, optimizer=, train=, start_step=, progress=,
-progress_file=) and each its own knobs (log_every, sep_grad, compile, backend); `study.version(name)` looks one
-up by name.
+progress_file=) and each its own knobs (log_every, sep_grad, compile, backend); `study.IMPLS[name]` looks one
+up by name (a kit `Versions`: an unknown name is refused with the names there are).
 """
 from .captured import Captured, CapturedStep
 from .config import BASELINE, OPTIMIZED, ModelConfig, StepConfig, TrainConfig, single_changes

@@ -3,7 +3,7 @@ step, time per step (interleaved rounds), the batch sweep's fit and the step's f
 the notebook calls them with its parameters (the claims and their verdicts are in `claims.py`).
 
 IMPLS names the versions (`train_epoch` of baseline.py, optimized.py, captured.py: one signature): the one place
-that does; `version(name)` looks a name up. What the notebook times is declared as data: a `StepConfig` (a
+that does (`perflab.kit.versions.Versions`); `IMPLS[name]` looks a name up. What the notebook times is declared as data: a `StepConfig` (a
 version's step, or one change alone: `train.run_epoch` runs it) or a `Captured` (the optimized step recorded once:
 a `CapturedStep` runs it). `trainer()` builds either from a seed, with the same `.epoch(batches)`."""
 from __future__ import annotations
@@ -20,6 +20,7 @@ from torch.utils.benchmark.utils.common import Measurement
 from ..kit.bench import measure_interleaved
 from ..kit.launches import LaunchCounter, count_launches
 from ..kit.syncs import count_host_syncs
+from ..kit.versions import Versions
 from . import baseline, captured, optimized
 from .captured import Captured, CapturedStep
 from .config import ModelConfig, StepConfig, TrainConfig
@@ -27,14 +28,8 @@ from .model import MixtureVAE, build_model, count_parameters, matmul_flops
 from .train import EpochLog, make_optimizer, run_epoch
 
 # the versions, baseline first: one epoch each, the same signature
-IMPLS = {"baseline": baseline.train_epoch, "optimized": optimized.train_epoch, "captured": captured.train_epoch}
-
-
-def version(name: str) -> Callable[..., EpochLog]:
-    """The version `name` names in IMPLS; an unknown name is refused with the names there are."""
-    if name not in IMPLS:
-        raise ValueError(f"unknown implementation {name!r}: expected one of {', '.join(IMPLS)}")
-    return IMPLS[name]
+IMPLS = Versions({"baseline": baseline.train_epoch, "optimized": optimized.train_epoch,
+                  "captured": captured.train_epoch})
 
 
 @contextlib.contextmanager
