@@ -24,7 +24,7 @@ from perflab.prover.core.policy import PolicyConfig, make_policy
 from perflab.prover.core.ranking import corruptions
 from perflab.prover.core.step import GreedyStep
 from perflab.prover.early_exit.baseline import rollout
-from perflab.prover.early_exit.study import impls
+from perflab.prover.early_exit.study import variants
 from perflab.prover.links.search import BeamSearch
 
 FREED = "accessing tensor output of CUDAGraphs that has been overwritten"
@@ -177,7 +177,7 @@ def test_every_rollout_strategy_passes_under_the_check(family, mode="reduce-over
         reset()
         step = GreedyStep(engine, policy, max_depth=5, compile=mode, backend="eager")
         with torch.inference_mode():
-            got = {s: fn(step, cands, 16) for s, fn in impls(min_bucket=4).items()}
+            got = {s: fn(step, cands, 16) for s, fn in variants(min_bucket=4).items()}
             one = step(*step.init(cands[:16]))                  # the step as a function (compact, memory model)
             two = step(*one)
         assert check.calls > 0

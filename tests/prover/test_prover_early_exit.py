@@ -8,14 +8,14 @@ from perflab.prover.core.engine import UnificationEngine
 from perflab.prover.core.policy import PolicyConfig, make_policy, train_policy
 from perflab.prover.core.ranking import corruptions
 from perflab.prover.core.step import GreedyStep
-from perflab.prover.early_exit.study import IMPLS, version
+from perflab.prover.early_exit.study import IMPLS, variant
 
 SMALL = PolicyConfig(embed_dim=16, hidden=32, n_blocks=1)
 
 
 def run(step, cands, batch, name, min_bucket=8, trace=None):
     """The version IMPLS names, bucketed with its smallest bucket."""
-    return version(name, min_bucket)(step, cands, batch, trace=trace)
+    return variant(name, min_bucket)(step, cands, batch, trace=trace)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +179,13 @@ def test_host_reads_are_counted_and_recycle_skips_most(ladder):
 
 def test_unknown_strategy_is_refused(ladder):
     _, step = ladder
-    with pytest.raises(ValueError, match="no version 'sideways': IMPLS has full, masked, compact, bucketed, recycle"):
+    with pytest.raises(ValueError, match="no version 'sideways': expected one of full, masked, compact, bucketed, recycle"):
         run(step, torch.zeros(1, 3, dtype=torch.long), 4, "sideways")
+
+
+def test_bucketed_runs_with_its_smallest_bucket_and_no_other_version_takes_it():
+    assert variant("bucketed", 3).knobs == {"min_bucket": 3} and variant("bucketed", 3).label == "bucketed"
+    assert all(variant(name, 3).knobs == {} for name in IMPLS if name != "bucketed")
 
 
 @pytest.mark.slow

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from ...kit.launches import count_launches
 from ..core.measuring import quiet_profiler
-from .study import impls
+from .study import variants
 
 
 def per_step_counts(w, batch: int, min_bucket: int) -> dict[str, dict]:
     """Per version (`study.IMPLS`), per step: launches (count_launches: CUDA kernels, or aten ops + graph calls on
     CPU) and host reads, from one warm untraced run."""
     out = {}
-    for s, fn in impls(min_bucket).items():
+    for s, fn in variants(min_bucket).items():
         fn(w.step, w.candidates, batch)        # warm
         with quiet_profiler(), count_launches(w.step.engine.device) as launches:
             r = fn(w.step, w.candidates, batch)

@@ -5,12 +5,11 @@ decisions on the claims (paired rounds): `claims.py`.
 
 IMPLS names the versions, the seed's loop first: every version takes (step, candidates [N, 3], batch, fail_score,
 trace) and gives every candidate the same proof (`core.rollout`'s module doc says how each loop runs). The one knob
-of one version, bucketed's smallest bucket, is bound by `impls(min_bucket)`.
+of one version, bucketed's smallest bucket, makes it a variant (`variant(name, min_bucket)`, a kit `Variant`).
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 
 import torch
@@ -18,6 +17,7 @@ import torch
 from ...kit.bench import measure, summary
 from ...kit.compiles import count_compiles, reset
 from ...kit.env import synchronize
+from ...kit.versions import Variant, Versions
 from ..core import rollout as loops
 from ..core.data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
 from ..core.datasets import graph_label, knowledge_graph, test_queries
@@ -29,20 +29,20 @@ from ..core.rollout import RolloutResult, fill
 from ..core.step import GreedyStep
 from . import baseline, optimized
 
-IMPLS = {"full": baseline.rollout, "masked": loops.masked, "compact": loops.compact, "bucketed": loops.bucketed,
-         "recycle": optimized.rollout}   # the seed's loop first, early exit last
+IMPLS = Versions({"full": baseline.rollout, "masked": loops.masked, "compact": loops.compact, "bucketed": loops.bucketed,
+                  "recycle": optimized.rollout})   # the seed's loop first (the baseline), early exit last
 
 
-def impls(min_bucket: int = 8) -> dict:
-    """IMPLS with bucketed's smallest bucket bound (the one knob of one version)."""
-    return {**IMPLS, "bucketed": functools.partial(IMPLS["bucketed"], min_bucket=min_bucket)}
+def variant(name: str, min_bucket: int = 8) -> Variant:
+    """The version IMPLS names `name` as the study runs it: bucketed with its smallest bucket bound (the one knob of
+    one version; the label stays the version's name). An unknown name is refused with the names there are."""
+    knobs = {"min_bucket": min_bucket} if name == "bucketed" else {}
+    return IMPLS.variant(name, label=name, **knobs)
 
 
-def version(name: str, min_bucket: int = 8):
-    """The version IMPLS names `name` (bucketed with its smallest bucket bound); an unknown name is refused."""
-    if name not in IMPLS:
-        raise ValueError(f"no version {name!r}: IMPLS has {', '.join(IMPLS)}")
-    return impls(min_bucket)[name]
+def variants(min_bucket: int = 8) -> dict[str, Variant]:
+    """Every version as `variant` makes it, by name, in IMPLS's order."""
+    return {name: variant(name, min_bucket) for name in IMPLS}
 
 
 @dataclasses.dataclass
@@ -86,13 +86,13 @@ def kg_workload(cfg, device):
 def run_strategies(w: Workload, batch: int, min_bucket: int, strategies=tuple(IMPLS), trace: bool = True
                    ) -> dict[str, RolloutResult]:
     """One run of each version IMPLS names in `strategies` (traced: a host read every step)."""
-    return {s: version(s, min_bucket)(w.step, w.candidates, batch, trace=[] if trace else None) for s in strategies}
+    return {s: variant(s, min_bucket)(w.step, w.candidates, batch, trace=[] if trace else None) for s in strategies}
 
 
 def strategy_fn(w: Workload, batch: int, strategy: str, min_bucket: int):
     """One untraced run of the version IMPLS names `strategy` on the whole workload, as a callable (it ends on a
     host read)."""
-    fn = version(strategy, min_bucket)
+    fn = variant(strategy, min_bucket)
     return lambda: fn(w.step, w.candidates, batch)
 
 
@@ -102,7 +102,7 @@ def graphs_per_strategy(w: Workload, batch: int, min_bucket: int) -> dict[str, i
     step = GreedyStep(w.step.engine, w.step.policy, w.step.max_depth, compile=w.step.mode, backend=w.step.backend)
     reset()
     out = {}
-    for s, fn in impls(min_bucket).items():
+    for s, fn in variants(min_bucket).items():
         with count_compiles() as cc:
             fn(step, w.candidates, batch)
         out[s] = cc.graphs
@@ -125,7 +125,7 @@ def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strat
     for _ in range(rounds):
         for s in strategies:
             t0 = time.perf_counter()
-            r = version(s, min_bucket)(w.step, w.candidates, batch)
+            r = variant(s, min_bucket)(w.step, w.candidates, batch)
             synchronize(dev)
             times[s].append(time.perf_counter() - t0)
             reads[s] = r.host_reads / max(1, r.steps_executed)
