@@ -175,3 +175,19 @@ def test_too_few_rounds_give_no_interval_not_a_verdict():
         cfg=EvalParams(), device=CPU)}
     assert rows["flat"] == rows["flat_step"] == "within noise"
     assert rows["batch_1024"] == "not tested here"                     # the seed's GPU finding, on a CPU
+
+
+def test_the_evaluation_variants_are_the_seeds_loop_first_and_the_padded_version_last():
+    """03's run three ways: the eager unpadded baseline, then (compiled) the baseline and the padded version, each with
+    the step's compile mode and backend; the speed claim compares the first with the last."""
+    from perflab.prover.evaluation import study
+
+    on = study.eval_variants("default", "inductor")
+    assert [(k, v.version, v.knobs) for k, v in on.items()] == [
+        ("no compile, unpadded", "baseline", {"compile": "off", "backend": "inductor"}),
+        ("compile=default (inductor), unpadded", "baseline", {"compile": "default", "backend": "inductor"}),
+        ("compile=default (inductor), padded", "optimized", {"compile": "default", "backend": "inductor"})]
+    off = study.eval_variants("off", "eager")
+    assert [(k, v.version, v.knobs["compile"]) for k, v in off.items()] == [
+        ("no compile, unpadded", "baseline", "off"), ("no compile, padded", "optimized", "off")]
+    assert all(v.fn is study.IMPLS[v.version] for v in (*on.values(), *off.values()))

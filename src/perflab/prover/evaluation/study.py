@@ -17,6 +17,7 @@ from ...kit.compiles import count_compiles, reset
 from ...kit.env import synchronize
 from ...kit.memory import peak_memory
 from ...kit.verdicts import CONFIDENCE, Measured
+from ...kit.versions import Variant, Versions
 from ..core.batching import step_bytes
 from ..core.datasets import graph_label, knowledge_graph, test_queries  # noqa: F401 (the notebook's names for them)
 from ..core.measuring import measurement
@@ -25,7 +26,7 @@ from ..core.step import GreedyStep
 from . import baseline, optimized
 from .evaluate import evaluate_with_corruptions
 
-IMPLS = {"baseline": baseline.score_candidates, "optimized": optimized.score_candidates}  # baseline first
+IMPLS = Versions({"baseline": baseline.score_candidates, "optimized": optimized.score_candidates})  # baseline first
 
 
 def bfs_depth(kg: str, max_depth: int) -> int:
@@ -134,27 +135,25 @@ def floor_share(points, engine, policy, bandwidth: float, bandwidth_m, confidenc
     return share, floor_us, best
 
 
-def eval_variants(compile: str, backend: str) -> dict:
-    """The evaluation run, three ways (declared as data): name -> (compile, backend, version: a key of IMPLS)."""
-    out = {"no compile, unpadded": ("off", backend, "baseline")}
-    if compile != "off":
-        out[f"compile={compile} ({backend}), unpadded"] = (compile, backend, "baseline")
-        out[f"compile={compile} ({backend}), padded"] = (compile, backend, "optimized")
-    else:
-        out["no compile, padded"] = ("off", backend, "optimized")
-    return out
+def eval_variants(compile: str, backend: str) -> dict[str, Variant]:
+    """The evaluation run, three ways (declared as data): name -> a kit Variant, a version of IMPLS with the compile
+    mode and backend of the step it scores with."""
+    off = IMPLS.variant("baseline", label="no compile, unpadded", compile="off", backend=backend)
+    if compile == "off":
+        padded = IMPLS.variant("optimized", label="no compile, padded", compile="off", backend=backend)
+        return {off.label: off, padded.label: padded}
+    on = (IMPLS.variant(v, label=f"compile={compile} ({backend}), {how}", compile=compile, backend=backend)
+          for v, how in (("baseline", "unpadded"), ("optimized", "padded")))
+    return {v.label: v for v in (off, *on)}
 
 
-def variant_fn(kg, engine, policy, queries, cs, batch: int, max_depth: int, spec: tuple):
-    """One evaluation of the candidates as a variant (`eval_variants`' (compile, backend, version)) runs it: a
-    callable on a step of its own (compiled on its first call)."""
-    compile, backend, version = spec
-    if version not in IMPLS:
-        raise ValueError(f"version {version!r} is not one of IMPLS: {', '.join(IMPLS)}")
-    st = GreedyStep(engine, policy, max_depth, compile=compile, backend=backend)
+def variant_fn(kg, engine, policy, queries, cs, batch: int, max_depth: int, v: Variant):
+    """One evaluation of the candidates as variant `v` (`eval_variants`) runs it: its version scores every chunk on a
+    step of its own, with the variant's compile mode and backend (compiled on its first call). -> a callable"""
+    st = GreedyStep(engine, policy, max_depth, compile=v.knobs["compile"], backend=v.knobs["backend"])
 
     def fn():
-        return evaluate_with_corruptions(kg, engine, policy, queries, batch=batch, score=IMPLS[version],
+        return evaluate_with_corruptions(kg, engine, policy, queries, batch=batch, score=v.fn,
                                          max_depth=max_depth, candidates=cs, step=st)
     return fn
 
@@ -164,9 +163,9 @@ def time_variants(kg, engine, policy, queries, cs, batch: int, max_depth: int, v
     """Each variant from a fresh compile cache: the first evaluation (cold: compiles included) and a warm
     Measurement of the next ones. -> {name: dict(cold_s, m, ms_per_candidate)}."""
     out = {}
-    for name, spec in variants.items():
+    for name, v in variants.items():
         reset()
-        fn = variant_fn(kg, engine, policy, queries, cs, batch, max_depth, spec)
+        fn = variant_fn(kg, engine, policy, queries, cs, batch, max_depth, v)
         t0 = time.perf_counter()
         fn()
         cold = time.perf_counter() - t0
