@@ -10,7 +10,7 @@
 IMPLS names the versions, baseline first: how a candidate gets its proof score, by the greedy policy's one proof
 (the seed's way) or by the beam search. Both are built (engine, policy, LinkConfig) and called `.score(candidates)`;
 `predict.cost_per_candidate` times them on the same candidates. SEARCHES names the beam search's own versions,
-today's first (issue 33): built (engine, policy, width, depth, compile, backend), called `.score(candidates, batch)`;
+today's first (issue 33; both kit `Versions`): built (engine, policy, width, depth, compile, backend), called `.score(candidates, batch)`;
 `throughput` times them side by side with the floor (`floor.py`).
 """
 from __future__ import annotations
@@ -21,13 +21,14 @@ import time
 import torch
 
 from ...kit.env import synchronize
+from ...kit.versions import Versions
 from . import baseline, floor, optimized
 from .params import LinkConfig
 from .search import BeamSearch, ClosingSearch, SparseClosingSearch
 
-IMPLS = {"baseline": baseline.Prover, "optimized": optimized.Prover}   # baseline first
-SEARCHES = {"expand every step": BeamSearch, "last step closes": ClosingSearch,     # today's first
-            "last step closes, policy where a proof closes": SparseClosingSearch}
+IMPLS = Versions({"baseline": baseline.Prover, "optimized": optimized.Prover})   # baseline first
+SEARCHES = Versions({"expand every step": BeamSearch, "last step closes": ClosingSearch,     # today's first
+                     "last step closes, policy where a proof closes": SparseClosingSearch}, what="search")
 FLOOR = "floor: ComplEx 1-N + rule table"
 
 
