@@ -65,9 +65,18 @@ MODULES = {
                                                                    "tests/prover/test_prover_rollout_schedules.py",
                                                                    "tests/prover/test_prover_core_engine.py"]),
     "prover.early_exit.checks": ("src/perflab/prover/early_exit/checks.py", ["tests/prover"]),
-    "prover.evaluation.optimized": ("src/perflab/prover/evaluation/optimized.py", ["tests/prover"]),
+    # 03's greedy loop: its own tests and the links baseline's (which scores through it); all of tests/prover made
+    # every mutant's stats run slow and ran nothing more of it. The warning's frame: as probe1d's, mutmut's
+    # trampoline stands between the caller and the loop
+    "prover.evaluation.optimized": ("src/perflab/prover/evaluation/optimized.py", [
+        "tests/prover/test_prover_eval.py", "tests/prover/test_prover_links.py", "tests/prover/test_evaluation_oom_retry.py",
+        "--deselect", "tests/prover/test_evaluation_oom_retry.py::test_the_retry_warning_names_the_line_that_called_score_candidates"]),
     "prover.evaluation.checks": ("src/perflab/prover/evaluation/checks.py", ["tests/prover"]),
-    "prover.links.optimized": ("src/perflab/prover/links/optimized.py", ["tests/prover"]),
+    # 03's Prover: built by predict.py's evaluate_link_prediction (the fit and graph tests) and the search tests
+    "prover.links.optimized": ("src/perflab/prover/links/optimized.py", ["tests/prover/test_prover_links_fit.py",
+                                                                         "tests/prover/test_prover_graphs_param.py",
+                                                                         "tests/prover/test_prover_links_speed.py",
+                                                                         "tests/prover/test_link_prover_search_choice.py"]),
     "prover.links.checks": ("src/perflab/prover/links/checks.py", ["tests/prover"]),
 }
 
@@ -233,11 +242,18 @@ def main() -> None:
     unknown = [n for n in names if n not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {unknown}; choose from {', '.join(MODULES)}")
+    until = None
+    if args.until:   # HH:MM UTC within 12 hours either side of now: 00:35 asked at 22:55 is tomorrow's, 15:40 at 16:00 past
+        start = datetime.datetime.now(datetime.timezone.utc)
+        hour, minute = map(int, args.until.split(":"))
+        until = start.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if until < start - datetime.timedelta(hours=12):
+            until += datetime.timedelta(days=1)
     for name in [] if args.report else names:
-        if args.until:
-            now = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M")
-            if now >= args.until:
-                print(f"== {now} UTC is past --until {args.until}: {name} and after not started")
+        if until:
+            now = datetime.datetime.now(datetime.timezone.utc)
+            if now >= until:
+                print(f"== {now:%H:%M} UTC is past --until {args.until}: {name} and after not started")
                 break
         if args.fresh:
             shutil.rmtree(WORK / name, ignore_errors=True)
