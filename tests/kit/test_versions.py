@@ -49,10 +49,10 @@ def test_a_variant_calls_its_version_with_its_knobs():
     v = Versions({"slow": slow, "fast": fast})
     tripled = v.variant("fast", scale=3)
     assert tripled(5) == 15 and tripled(5, scale=2) == 10  # a keyword at the call wins
-    assert (tripled.version, tripled.label, tripled.knobs) == ("fast", "fast (scale=3)", {"scale": 3})
-    assert v.variant("fast").label == "fast" and v.variant("fast", label="quick", scale=2).label == "quick"
-    assert tripled.with_knobs(scale=4)(1) == 4 and tripled.with_knobs(scale=4).label == "fast (scale=4)"
-    assert [x.label for x in v.variants(scale=2)] == ["slow (scale=2)", "fast (scale=2)"]
+    assert (tripled.version, tripled.name, tripled.knobs) == ("fast", "fast (scale=3)", {"scale": 3})
+    assert v.variant("fast").name == "fast" and v.variant("fast", "quick", scale=2).name == "quick"
+    assert tripled.with_knobs(scale=4)(1) == 4 and tripled.with_knobs(scale=4).name == "fast (scale=4)"
+    assert [x.name for x in v.variants(scale=2)] == ["slow (scale=2)", "fast (scale=2)"]
     assert [x.version for x in v.variants(["fast"])] == ["fast"]
     with pytest.raises(VersionError, match="no version 'medium'"):
         v.variant("medium")
@@ -87,7 +87,7 @@ def test_a_grid_times_each_variant_at_each_size_and_logs_where(tmp_path):
 
 def test_a_grid_refuses_variants_it_could_not_tell_apart():
     v = Versions({"slow": slow, "fast": fast})
-    with pytest.raises(ValueError, match="different labels"):
+    with pytest.raises(ValueError, match="different names"):
         Grid([v.variant("fast"), v.variant("fast")], sizes=[1], inputs=int, call=lambda a, b: b)
     with pytest.raises(ValueError, match="at least one k"):
         Grid(v.variants(), sizes=[], size_name="k", inputs=int, call=lambda a, b: b)

@@ -184,7 +184,7 @@ def test_unknown_strategy_is_refused(ladder):
 
 
 def test_bucketed_runs_with_its_smallest_bucket_and_no_other_version_takes_it():
-    assert variant("bucketed", 3).knobs == {"min_bucket": 3} and variant("bucketed", 3).label == "bucketed"
+    assert variant("bucketed", 3).knobs == {"min_bucket": 3} and variant("bucketed", 3).name == "bucketed"
     assert all(variant(name, 3).knobs == {} for name in IMPLS if name != "bucketed")
 
 

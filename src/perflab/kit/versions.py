@@ -3,12 +3,13 @@
     VERSIONS = Versions({"baseline": baseline.kmeans, "optimized": optimized.kmeans})   # the first is the baseline
     VERSIONS["optimized"]                       # the callable; an unknown name: VersionError naming those there are
     v = VERSIONS.variant("optimized", tol=0.0)  # a variant: a version with its knobs; v(points, c) passes tol=0.0
+    v.name, v.version, v.knobs                  # "optimized (tol=0.0)", "optimized", {"tol": 0.0}
     times = Grid(VERSIONS.variants(), sizes=[8, 32], size_name="k", inputs=make_data, call=one_call).measure(...)
     times.table().print(); times.figure(ylabel="ms per call")
 
 `Versions` is the one place a study names its versions: a parameter that names one is looked up there (one lookup,
 one error). A `Variant` is what a notebook or a claim times: one version and the knobs it runs with (a compile mode,
-a bucket bound, toggles), with a label that says both. A `Grid` is the usual benchmark, variants x sizes timed side
+a bucket bound, toggles), with a name that says both. A `Grid` is the usual benchmark, variants x sizes timed side
 by side (`perflab.kit.bench.measure_interleaved`: a drifting machine slows them alike); its result is a table and a
 figure, and each timing logs with the variant and the size it was measured at."""
 from __future__ import annotations
@@ -35,28 +36,28 @@ def _knobs_text(knobs: Mapping[str, Any]) -> str:
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """One version with its knobs: `variant(*args, **kw)` calls the version with the knobs (a keyword given here wins).
-    `label` names it in tables and figures: the version's name, then its knobs ("bucketed (min_bucket=8)") unless a
-    label is given."""
+    `name` names it in tables and figures: the version's name, then its knobs ("bucketed (min_bucket=8)") unless a
+    name is given."""
     version: str
     fn: Callable
     knobs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    label: str = ""
+    name: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "knobs", dict(self.knobs))
-        if not self.label:
+        if not self.name:
             text = _knobs_text(self.knobs)
-            object.__setattr__(self, "label", f"{self.version} ({text})" if text else self.version)
+            object.__setattr__(self, "name", f"{self.version} ({text})" if text else self.version)
 
     def __call__(self, *args, **kw):
         return self.fn(*args, **{**self.knobs, **kw})
 
     def __hash__(self) -> int:
-        return hash((self.version, self.label))
+        return hash((self.version, self.name))
 
-    def with_knobs(self, label: str = "", **knobs) -> Variant:
+    def with_knobs(self, name: str = "", **knobs) -> Variant:
         """The same version with more (or other) knobs."""
-        return Variant(self.version, self.fn, {**self.knobs, **knobs}, label)
+        return Variant(self.version, self.fn, {**self.knobs, **knobs}, name)
 
 
 class Versions(dict):
@@ -97,9 +98,10 @@ class Versions(dict):
         """The versions compared with the baseline, in order."""
         return [n for n in self if n != self.baseline]
 
-    def variant(self, name: str, label: str = "", **knobs) -> Variant:
-        """The version `name` with `knobs` (refused with the names there are if there is none)."""
-        return Variant(name, self[name], knobs, label)
+    def variant(self, version: str, name: str = "", **knobs) -> Variant:
+        """The version `version` with `knobs`, named `name` (default: the version and its knobs); an unknown version
+        is refused with the names there are."""
+        return Variant(version, self[version], knobs, name)
 
     def variants(self, names: Iterable[str] | None = None, **knobs) -> list[Variant]:
         """Each version (or those of `names`) as a variant, the same knobs for all."""
@@ -108,7 +110,7 @@ class Versions(dict):
 
 @dataclasses.dataclass
 class GridResult:
-    """A grid's timings: `times[(label, size)]` a Measurement of one call; `table()`, `figure()`, `log()`."""
+    """A grid's timings: `times[(variant name, size)]` a Measurement of one call; `table()`, `figure()`, `log()`."""
     variants: list[Variant]
     sizes: list
     size_name: str
@@ -126,7 +128,7 @@ class GridResult:
         """Each timing to the results log, with its version, its knobs and the size it was measured at."""
         for v in self.variants:
             for size in self.sizes:
-                log.measurement(self.times[v.label, size], metric=metric, impl=v.version, variant=v.label,
+                log.measurement(self.times[v.name, size], metric=metric, impl=v.version, variant=v.name,
                                 **{self.size_name: size}, **fields)
 
     def figure(self, *, ylabel: str = "ms per call (median, p20-p80)", title: str = "", scale: float = 1e3):
@@ -136,9 +138,9 @@ class GridResult:
 
         fig, ax = plt.subplots(figsize=(6, 4))
         for v in self.variants:
-            s = [summary(self.times[v.label, size]) for size in self.sizes]
+            s = [summary(self.times[v.name, size]) for size in self.sizes]
             med = [scale * x["median_s"] for x in s]
-            ax.errorbar(self.sizes, med, marker="o", label=v.label, capsize=3,
+            ax.errorbar(self.sizes, med, marker="o", label=v.name, capsize=3,
                         yerr=[[m - scale * x["p20_s"] for m, x in zip(med, s)],
                               [scale * x["p80_s"] - m for m, x in zip(med, s)]])
         if _spans(self.sizes):
@@ -175,9 +177,9 @@ class Grid:
     label: str = "one call"
 
     def __post_init__(self):
-        labels = [v.label for v in self.variants]
-        if not labels or len(set(labels)) != len(labels):
-            raise ValueError(f"Grid: give variants with different labels, got {labels}")
+        names = [v.name for v in self.variants]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"Grid: give variants with different names, got {names}")
         if not self.sizes:
             raise ValueError(f"Grid: give at least one {self.size_name}")
         if self.size_name in TIMING_FIELDS:
@@ -191,7 +193,7 @@ class Grid:
         times = {}
         for size in self.sizes:
             data = self.inputs(size)
-            fns = {(v.label, size): self.call(v, data) for v in self.variants}
+            fns = {(v.name, size): self.call(v, data) for v in self.variants}
             times.update(measure_interleaved(fns, label=self.label, rounds=rounds,
                                              sub_labels={key: f"{self.size_name}={size}" for key in fns},
                                              descriptions={key: key[0] for key in fns}, **timing))

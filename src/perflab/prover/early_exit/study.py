@@ -35,9 +35,9 @@ IMPLS = Versions({"full": baseline.rollout, "masked": loops.masked, "compact": l
 
 def variant(name: str, min_bucket: int = 8) -> Variant:
     """The version IMPLS names `name` as the study runs it: bucketed with its smallest bucket bound (the one knob of
-    one version; the label stays the version's name). An unknown name is refused with the names there are."""
+    one version; the variant's name stays the version's). An unknown name is refused with the names there are."""
     knobs = {"min_bucket": min_bucket} if name == "bucketed" else {}
-    return IMPLS.variant(name, label=name, **knobs)
+    return IMPLS.variant(name, name, **knobs)
 
 
 def variants(min_bucket: int = 8) -> dict[str, Variant]:

@@ -138,13 +138,13 @@ def floor_share(points, engine, policy, bandwidth: float, bandwidth_m, confidenc
 def eval_variants(compile: str, backend: str) -> dict[str, Variant]:
     """The evaluation run, three ways (declared as data): name -> a kit Variant, a version of IMPLS with the compile
     mode and backend of the step it scores with."""
-    off = IMPLS.variant("baseline", label="no compile, unpadded", compile="off", backend=backend)
+    off = IMPLS.variant("baseline", "no compile, unpadded", compile="off", backend=backend)
     if compile == "off":
-        padded = IMPLS.variant("optimized", label="no compile, padded", compile="off", backend=backend)
-        return {off.label: off, padded.label: padded}
-    on = (IMPLS.variant(v, label=f"compile={compile} ({backend}), {how}", compile=compile, backend=backend)
+        padded = IMPLS.variant("optimized", "no compile, padded", compile="off", backend=backend)
+        return {off.name: off, padded.name: padded}
+    on = (IMPLS.variant(v, f"compile={compile} ({backend}), {how}", compile=compile, backend=backend)
           for v, how in (("baseline", "unpadded"), ("optimized", "padded")))
-    return {v.label: v for v in (off, *on)}
+    return {v.name: v for v in (off, *on)}
 
 
 def variant_fn(kg, engine, policy, queries, cs, batch: int, max_depth: int, v: Variant):
