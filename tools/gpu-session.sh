@@ -55,7 +55,7 @@ PACK_S=${GPU_SESSION_PACK_S:-40}             # of which kept for packing and the
 MAX_MIB=${GPU_SESSION_MAX_MIB:-16}           # the largest file that comes back from $OUT
 MAX=$((MAX_MIB * 1024 * 1024))
 CACHE_PARTS=${GPU_SESSION_CACHE_PARTS:-2}    # cache files at most (8 files and 64 MiB come back; 64 MiB travel in)
-gpucheck() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m perflab.runner.gpucheck "$@"; }
+window() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m perflab.runner.window "$@"; }  # its helpers
 seed() {  # the previous call's folder and caches: what it finished is not run again
   for t in .gpu-res/res.tgz .gpu-res/cache*.tgz; do
     [ -f "$t" ] && mkdir -p "$R" && tar -xzf "$t" -C "$base" --skip-old-files --exclude="$name/log.txt" \
@@ -71,10 +71,10 @@ pack() {  # what finished, into $OUT: every file under the limit that comes back
   [ "$size" -gt $MAX ] && echo "res.tgz is over $MAX_MIB MiB: it will not come back" >&2
   # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit and within what the next
   # call's carry leaves of its 64 MiB (perflab.runner.window.cache_budget: this tree, res.tgz, what bring unpacks);
-  # what does not fit is left out and compiled again by the next call (perflab.runner.gpucheck.pack_cache)
+  # what does not fit is left out and compiled again by the next call (perflab.runner.compile_cache.pack_cache)
   room=$(PYTHONPATH="$here/src" "$PY" -m perflab.runner.window cache-budget "$OUT/res.tgz" --root .) || room=0
   echo "room for compile caches in the next call's carry: $room MiB"
-  gpucheck pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" --total-mib "$room" \
+  window pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" --total-mib "$room" \
     || echo "pack-cache failed" >&2
 }
 call() {  # one step of a window, start to summary: smoke | tests [PART] | full [--tests] [NAME ...] [gpu-check args]
@@ -82,7 +82,7 @@ call() {  # one step of a window, start to summary: smoke | tests [PART] | full 
   case "$what" in
     smoke) tests=quick; args=(perflab.runner.cli gpu-check --params gpu-smoke --no-progress) ;;
     tests) tests=compiled; case "${1:-}" in quick|compiled|all) tests=$1; shift ;; esac
-           args=(perflab.runner.gpucheck tests) ;;
+           args=(perflab.runner.cli gpu-check --tests-only) ;;
     full)  [ "${1:-}" = --tests ] && { tests=compiled; shift; }
            args=(perflab.runner.cli gpu-check --params gpu --no-progress); [ -z "$tests" ] && args+=(--no-tests) ;;
   esac
@@ -146,7 +146,7 @@ prepare)
          "checking what is there" >&2
   fi
   mkdir -p .whl
-  gpucheck wheels .whl || { echo "prepare: keep one version of each wheel in .whl/" >&2; exit 1; }
+  window wheels .whl || { echo "prepare: keep one version of each wheel in .whl/" >&2; exit 1; }
   # what a call does there, into a clean folder here, for the host's interpreter (CPython 3.12, x86-64 Linux)
   tmp=$(mktemp -d)
   plat=()

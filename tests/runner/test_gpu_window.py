@@ -8,7 +8,7 @@ on the lent host, run on this machine with stand-ins for the downloader and the 
   file): the newest cache entries in at most two files under the limit, the oldest left out and said so; `bring` keeps
   them and the next call unpacks them all (`seed`); a call ends with one summary and its exit status, and a start
   that cannot work fails in seconds with its reason;
-- the GPU tests' two parts (`perflab.runner.gpucheck`): the quick part is what the smoke runs, every other GPU test is the
+- the GPU tests' two parts (`perflab.runner.gpu_tests`): the quick part is what the smoke runs, every other GPU test is the
   compiled part, each with its log, both in REPORT.md.
 """
 import ast
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab.runner import gpucheck
+from perflab.runner import compile_cache, gpu_tests, gpucheck, window
+from perflab.runner.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = ROOT / "tools" / "gpu-session.sh"
@@ -100,11 +101,11 @@ def test_the_wheel_check_normalizes_project_names(tmp_path):
     for f in ("jupyter_client-8.6.0-py3-none-any.whl", "Jupyter.Client-8.7.0-py3-none-any.whl",
               "pyzmq-26.0-cp312-cp312-manylinux_2_28_x86_64.whl"):
         (tmp_path / f).write_bytes(b"")
-    assert gpucheck.duplicate_wheels(tmp_path) == {"jupyter-client": ["Jupyter.Client-8.7.0-py3-none-any.whl",
+    assert window.duplicate_wheels(tmp_path) == {"jupyter-client": ["Jupyter.Client-8.7.0-py3-none-any.whl",
                                                                        "jupyter_client-8.6.0-py3-none-any.whl"]}
-    assert gpucheck.main(["wheels", str(tmp_path)]) == 1
+    assert window.main(["wheels", str(tmp_path)]) == 1
     (tmp_path / "Jupyter.Client-8.7.0-py3-none-any.whl").unlink()
-    assert gpucheck.main(["wheels", str(tmp_path)]) == 0
+    assert window.main(["wheels", str(tmp_path)]) == 0
 
 
 # ---- a call's packing: what comes back under 16 MiB a file (T6) -----------------------------------------------------------
@@ -117,7 +118,7 @@ def _fake_cache(res: Path, mib: float) -> list[Path]:
     (run / "03_eval").mkdir(parents=True)
     (run / "REPORT.md").write_text("# report\n")
     (run / "03_eval" / "policy.pt").write_bytes(b"x" * 1000)
-    cache = run / gpucheck.CACHE_DIR
+    cache = run / compile_cache.CACHE_DIR
     (cache / "triton" / "0" / "k").mkdir(parents=True)
     (cache / "triton" / "0" / "k" / "kernel.cubin").write_bytes(os.urandom(1000))
     entries, total, i = [], 0, 0
@@ -172,7 +173,7 @@ def test_a_cache_under_the_limit_comes_back_whole(tmp_path):
     res, out = tmp_path / "res", tmp_path / "out"
     out.mkdir()
     entries = _fake_cache(res, mib=0.5)
-    r = gpucheck.pack_cache(res, out, limit=2**20, parts=2)
+    r = compile_cache.pack_cache(res, out, limit=2**20, parts=2)
     assert [p[0] for p in r["parts"]] == ["cache.tgz"] and r["left_out"] == 0
     assert r["kept"] == len(entries) + 1                                          # and the generated code
 
@@ -192,9 +193,9 @@ def _gpu_tests() -> dict[str, ast.FunctionDef]:
 
 def test_the_quick_part_names_gpu_tests_that_exist():
     gpu = _gpu_tests()
-    for nodeid in gpucheck.QUICK_GPU_TESTS:
+    for nodeid in window.QUICK_GPU_TESTS:
         assert nodeid.split("[")[0] in gpu, f"{nodeid}: no such GPU test"
-    assert len(gpu) > len(gpucheck.QUICK_GPU_TESTS) >= 10           # the rest: the compiled part
+    assert len(gpu) > len(window.QUICK_GPU_TESTS) >= 10           # the rest: the compiled part
 
 
 def test_every_gpu_test_that_claims_cuda_graphs_asserts_one_was_recorded():
@@ -221,34 +222,34 @@ def test_every_gpu_test_that_claims_cuda_graphs_asserts_one_was_recorded():
 
 def test_each_part_selects_its_tests_and_keeps_its_own_log(tmp_path, monkeypatch):
     tests = tmp_path / "tests"
-    monkeypatch.delenv(gpucheck.PART_ENV, raising=False)
-    assert gpucheck.test_part() == "" and gpucheck.pytest_selection("", tests) == [str(tests)]
-    quick = gpucheck.pytest_selection("quick", tests)
-    assert quick == [str(tmp_path / n) for n in gpucheck.QUICK_GPU_TESTS]
-    compiled = gpucheck.pytest_selection("compiled", tests)
-    assert compiled[0] == str(tests) and compiled[1:] == [f"--deselect={n}" for n in gpucheck.QUICK_GPU_TESTS]
-    monkeypatch.setenv(gpucheck.PART_ENV, "fast")
+    monkeypatch.delenv(gpu_tests.PART_ENV, raising=False)
+    assert gpu_tests.test_part() == "" and gpu_tests.pytest_selection("", tests) == [str(tests)]
+    quick = gpu_tests.pytest_selection("quick", tests)
+    assert quick == [str(tmp_path / n) for n in window.QUICK_GPU_TESTS]
+    compiled = gpu_tests.pytest_selection("compiled", tests)
+    assert compiled[0] == str(tests) and compiled[1:] == [f"--deselect={n}" for n in window.QUICK_GPU_TESTS]
+    monkeypatch.setenv(gpu_tests.PART_ENV, "fast")
     with pytest.raises(ValueError, match="quick, compiled"):
-        gpucheck.test_part()
+        gpu_tests.test_part()
 
     out, commit = tmp_path / "out", {"commit": "abc", "dirty": False}
     out.mkdir()
-    monkeypatch.setenv(gpucheck.PART_ENV, "quick")                               # the smoke's window
+    monkeypatch.setenv(gpu_tests.PART_ENV, "quick")                               # the smoke's window
     (out / "gpu-tests-quick.txt").write_text(
         "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
-    assert gpucheck.earlier_pass(out, commit) == "13 passed, 670 deselected in 30.0s"
-    monkeypatch.setenv(gpucheck.PART_ENV, "compiled")                            # a later window
-    assert gpucheck.earlier_pass(out, commit) is None                            # the quick part's pass is not its
+    assert gpu_tests.earlier_pass(out, commit) == "13 passed, 670 deselected in 30.0s"
+    monkeypatch.setenv(gpu_tests.PART_ENV, "compiled")                            # a later window
+    assert gpu_tests.earlier_pass(out, commit) is None                            # the quick part's pass is not its
     (out / "gpu-tests-compiled.txt").write_text(
         "perflab gpu-check: pytest -m gpu (compiled part) at commit abc\n== 1 failed, 11 passed in 250.0s ==\n")
     report = out / "REPORT.md"
     report.write_text("# perflab report\n")
-    gpucheck.lead_report(report, 1, "1 failed, 11 passed in 250.0s")
+    gpu_tests.lead_report(report, 1, "1 failed, 11 passed in 250.0s")
     text = report.read_text()
-    assert text.startswith(gpucheck.TESTS_HEADER + "\n\nFAILED (exit 1) (compiled part): 1 failed, 11 passed in 250.0s")
+    assert text.startswith(gpu_tests.TESTS_HEADER + "\n\nFAILED (exit 1) (compiled part): 1 failed, 11 passed in 250.0s")
     assert "passed (quick part, an earlier run): 13 passed, 670 deselected in 30.0s" in text
-    monkeypatch.delenv(gpucheck.PART_ENV)                                        # full without --tests (--no-tests)
-    rc, line = gpucheck.earlier_tests(out)
+    monkeypatch.delenv(gpu_tests.PART_ENV)                                        # full without --tests (--no-tests)
+    rc, line = gpu_tests.earlier_tests(out)
     assert rc == 1 and line.startswith("quick part: 13 passed") and "compiled part: 1 failed" in line
 
 
@@ -262,22 +263,23 @@ def test_the_tests_alone_lead_the_report_once_and_are_skipped_after_a_pass(tmp_p
     monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
     (out / "gpu-tests-quick.txt").write_text(
         "perflab gpu-check: pytest -m gpu (quick part) at commit abc\n== 13 passed, 670 deselected in 30.0s ==\n")
-    (out / "REPORT.md").write_text(f"{gpucheck.TESTS_HEADER}\n\npassed (quick part): 13 passed\n\n# perflab report\nbody\n")
+    (out / "REPORT.md").write_text(f"{gpu_tests.TESTS_HEADER}\n\npassed (quick part): 13 passed\n\n# perflab report\nbody\n")
 
     def fake(out, commit, **kw):
-        ran.append(gpucheck.test_part())
-        gpucheck.test_log(out).write_text(gpucheck._header(commit, "compiled") + "== 12 passed in 250.0s ==\n")
+        ran.append(gpu_tests.test_part())
+        gpu_tests.test_log(out).write_text(gpu_tests._header(commit, "compiled") + "== 12 passed in 250.0s ==\n")
         return 0, "12 passed in 250.0s"
 
-    monkeypatch.setattr(gpucheck, "run_gpu_tests", fake)
-    monkeypatch.setenv(gpucheck.PART_ENV, "compiled")
-    assert gpucheck.main(["tests", "--out", str(out)]) == 0 and ran == ["compiled"]
+    monkeypatch.setattr(gpu_tests, "run_gpu_tests", fake)
+    monkeypatch.setenv(gpu_tests.PART_ENV, "compiled")
+    assert main(["gpu-check", "--tests-only", "--out", str(out)]) == 0 and ran == ["compiled"]
     text = (out / "REPORT.md").read_text()
-    assert text.count(gpucheck.TESTS_HEADER) == 1 and text.endswith("# perflab report\nbody\n")
+    assert text.count(gpu_tests.TESTS_HEADER) == 1 and text.endswith("# perflab report\nbody\n")
     assert "passed (compiled part): 12 passed in 250.0s" in text and "(quick part, an earlier run)" in text
-    assert gpucheck.main(["tests", "--out", str(out)]) == 0 and ran == ["compiled"]          # passed: skipped
+    assert main(["gpu-check", "--tests-only", "--out", str(out)]) == 0 and ran == ["compiled"]          # passed: skipped
     assert "an earlier run at this commit" in (out / "REPORT.md").read_text()
-    assert gpucheck.main(["tests", "--out", str(out), "--redo"]) == 0 and len(ran) == 2
+    assert main(["gpu-check", "--tests-only", "--out", str(out), "--redo"]) == 0 and len(ran) == 2
+    assert main(["gpu-check", "--tests-only", "tiny", "--out", str(out)]) == 2 and len(ran) == 2  # no notebooks
 
 
 def test_the_session_script_parses_and_refuses_an_unknown_step():
@@ -374,7 +376,7 @@ def test_the_caches_get_what_the_next_carry_leaves(tmp_path):
     used = 2 * 2**20 + (tmp_path / "res.tgz").stat().st_size + 3 * 2**20   # wheels, res.tgz, what bring unpacks
     assert abs(room - (60 * 2**20 - used) / 2**20) < 1e-6
     entries = _fake_cache(tmp_path / "cres", mib=3.0)
-    r = gpucheck.pack_cache(tmp_path / "cres", tmp_path, limit=2**20, parts=2, total=2**20)
+    r = compile_cache.pack_cache(tmp_path / "cres", tmp_path, limit=2**20, parts=2, total=2**20)
     assert sum(size for _, size, _ in r["parts"]) <= 2**20 and r["left_out"] > 0 and len(entries) > r["kept"]
 
 

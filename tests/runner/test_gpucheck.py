@@ -10,7 +10,7 @@ import torch
 
 import perflab.kit.env
 from perflab.kit.results import read_rows
-from perflab.runner import gpucheck
+from perflab.runner import compile_cache, gpu_tests, gpucheck
 from perflab.runner.cli import main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "notebooks"
@@ -31,36 +31,36 @@ def test_the_folder_is_named_for_the_gpu_and_the_commit():
 
 def test_the_report_leads_with_the_gpu_tests(tmp_path):
     text = "tests/gpu/test_cuda_paths.py ..F\n=========== 1 failed, 20 passed, 480 deselected in 31.2s ===========\n"
-    assert gpucheck.summary_line(text) == "1 failed, 20 passed, 480 deselected in 31.2s"
-    assert gpucheck.summary_line("collecting ...") == "no summary line: see gpu-tests.txt"
+    assert gpu_tests.summary_line(text) == "1 failed, 20 passed, 480 deselected in 31.2s"
+    assert gpu_tests.summary_line("collecting ...") == "no summary line: see gpu-tests.txt"
     report = tmp_path / "REPORT.md"
     report.write_text("# perflab report\n")
-    gpucheck.lead_report(report, 1, "1 failed, 20 passed in 31.2s")
-    assert report.read_text().startswith(gpucheck.TESTS_HEADER + "\n\nFAILED (exit 1): 1 failed, 20 passed in 31.2s")
+    gpu_tests.lead_report(report, 1, "1 failed, 20 passed in 31.2s")
+    assert report.read_text().startswith(gpu_tests.TESTS_HEADER + "\n\nFAILED (exit 1): 1 failed, 20 passed in 31.2s")
     assert report.read_text().endswith("# perflab report\n")
 
 
 def test_a_later_run_without_tests_keeps_the_earlier_outcome(tmp_path):
-    assert gpucheck.earlier_tests(tmp_path) == (0, "not run (--no-tests)")
+    assert gpu_tests.earlier_tests(tmp_path) == (0, "not run (--no-tests)")
     (tmp_path / "gpu-tests.txt").write_text("== 2 failed, 30 passed in 40.0s ==\n")
-    assert gpucheck.earlier_tests(tmp_path) == (1, "2 failed, 30 passed in 40.0s (an earlier run, kept in this folder)")
+    assert gpu_tests.earlier_tests(tmp_path) == (1, "2 failed, 30 passed in 40.0s (an earlier run, kept in this folder)")
 
 
 def test_a_test_log_cut_off_before_its_summary_is_no_pass(tmp_path):
     (tmp_path / "gpu-tests.txt").write_text("perflab gpu-check: pytest -m gpu at commit abc\ntests/gpu/test_cuda_paths.py ..")
-    assert gpucheck.earlier_tests(tmp_path)[0] == 1
-    assert gpucheck.earlier_pass(tmp_path, {"commit": "abc", "dirty": False}) is None
+    assert gpu_tests.earlier_tests(tmp_path)[0] == 1
+    assert gpu_tests.earlier_pass(tmp_path, {"commit": "abc", "dirty": False}) is None
 
 
 def test_the_gpu_tests_are_skipped_only_after_a_pass_at_this_commit(tmp_path):
     clean, log = {"commit": "abc", "dirty": False}, tmp_path / "gpu-tests.txt"
-    assert gpucheck.earlier_pass(tmp_path, clean) is None                          # never ran here
+    assert gpu_tests.earlier_pass(tmp_path, clean) is None                          # never ran here
     log.write_text("perflab gpu-check: pytest -m gpu at commit abc\n== 20 passed, 480 deselected in 31.2s ==\n")
-    assert gpucheck.earlier_pass(tmp_path, clean) == "20 passed, 480 deselected in 31.2s"
-    assert gpucheck.earlier_pass(tmp_path, {"commit": "def", "dirty": False}) is None   # another commit
-    assert gpucheck.earlier_pass(tmp_path, {"commit": "abc", "dirty": True}) is None    # a dirty tree: never
+    assert gpu_tests.earlier_pass(tmp_path, clean) == "20 passed, 480 deselected in 31.2s"
+    assert gpu_tests.earlier_pass(tmp_path, {"commit": "def", "dirty": False}) is None   # another commit
+    assert gpu_tests.earlier_pass(tmp_path, {"commit": "abc", "dirty": True}) is None    # a dirty tree: never
     log.write_text("perflab gpu-check: pytest -m gpu at commit abc\n== 1 failed, 19 passed in 31.2s ==\n")
-    assert gpucheck.earlier_pass(tmp_path, clean) is None
+    assert gpu_tests.earlier_pass(tmp_path, clean) is None
 
 
 def _execution(out, study, params, status, commit="abc", dirty=False):
@@ -90,16 +90,16 @@ def test_the_compile_caches_go_to_the_run_folder_unless_told_otherwise(tmp_path,
     from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
 
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-    with gpucheck.compile_cache(tmp_path) as folder:
-        assert folder == tmp_path / gpucheck.CACHE_DIR and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    with compile_cache.compile_cache(tmp_path) as folder:
+        assert folder == tmp_path / compile_cache.CACHE_DIR and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
     cache_dir()  # torch writes its default into the variable: not a place anyone chose
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
-    with gpucheck.compile_cache(tmp_path) as folder:
-        assert folder == tmp_path / gpucheck.CACHE_DIR
+    with compile_cache.compile_cache(tmp_path) as folder:
+        assert folder == tmp_path / compile_cache.CACHE_DIR
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
-    with gpucheck.compile_cache(tmp_path) as folder:
+    with compile_cache.compile_cache(tmp_path) as folder:
         assert folder == tmp_path / "mine"
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
 
@@ -121,16 +121,16 @@ def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkey
         (out / "gpu-tests.txt").write_text(f"perflab gpu-check: pytest -m gpu at commit {'a' * 40}\n== 3 passed in 1.0s ==\n")
         return 0, "3 passed in 1.0s"
 
-    monkeypatch.setattr(gpucheck, "run_gpu_tests", fake_tests)
+    monkeypatch.setattr(gpu_tests, "run_gpu_tests", fake_tests)
     argv = ["gpu-check", "--notebooks", str(nb_dir), "--out", str(out), "--no-progress"]
     executions = lambda: [r["study"] for r in read_rows(out / "results.jsonl") if r.get("status") == "started"]  # noqa: E731
-    assert main(argv) == 1 and executions() == ["failing", "tiny"] and ran == [str(out / gpucheck.CACHE_DIR)]
+    assert main(argv) == 1 and executions() == ["failing", "tiny"] and ran == [str(out / compile_cache.CACHE_DIR)]
     capsys.readouterr()
     assert main(argv) == 1 and executions() == ["failing", "tiny", "failing"] and len(ran) == 1
     said = capsys.readouterr().out
     assert "skipped, already ok here at this commit" in said and "tiny (run " in said and "failing (run" not in said
     assert "3 passed in 1.0s (an earlier run at this commit" in said
-    assert (out / "REPORT.md").read_text().startswith(gpucheck.TESTS_HEADER + "\n\npassed: 3 passed in 1.0s")
+    assert (out / "REPORT.md").read_text().startswith(gpu_tests.TESTS_HEADER + "\n\npassed: 3 passed in 1.0s")
     assert main(argv + ["tiny", "--redo"]) == 0 and executions()[-1] == "tiny" and len(ran) == 2
 
 
@@ -145,7 +145,7 @@ def test_the_notebook_kernels_keep_their_compile_caches_in_the_run_folder(tmp_pa
                  "--no-tests"]) == 0
     printed = "".join(o.get("text", "") for c in nbformat.read(out / "cache_dir.ipynb", as_version=4).cells
                       for o in c.get("outputs", []))
-    assert f"cache: {out / gpucheck.CACHE_DIR}\n" in printed, printed
+    assert f"cache: {out / compile_cache.CACHE_DIR}\n" in printed, printed
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir()
 
 
@@ -232,11 +232,11 @@ def test_the_gpu_tests_stop_at_their_limit_and_at_the_deadline(tmp_path, monkeyp
     tests.mkdir()
     (tests / "test_hang.py").write_text("import time\n\nimport pytest\n\npytestmark = pytest.mark.gpu\n\n\n"
                                         "def test_hangs():\n    time.sleep(60)\n\n\ndef test_after():\n    pass\n")
-    monkeypatch.delenv(gpucheck.PART_ENV, raising=False)
+    monkeypatch.delenv(gpu_tests.PART_ENV, raising=False)
     out, commit = tmp_path / "out", {"commit": "abc", "dirty": False}
-    rc, line = gpucheck.run_gpu_tests(out, commit, tests, test_timeout=2)   # the hanging test fails, the next runs
+    rc, line = gpu_tests.run_gpu_tests(out, commit, tests, test_timeout=2)   # the hanging test fails, the next runs
     assert rc == 1 and line.startswith("1 failed, 1 passed"), (out / "gpu-tests.txt").read_text()
     t0 = time.monotonic()
-    rc, line = gpucheck.run_gpu_tests(out, commit, tests, deadline=window.Deadline(4))   # the call's deadline
-    assert rc == gpucheck.CUT and line.startswith("stopped by the call's deadline") and time.monotonic() - t0 < 40
-    assert gpucheck.outcome((out / "gpu-tests.txt").read_text())[0] == 1     # a cut run is no pass
+    rc, line = gpu_tests.run_gpu_tests(out, commit, tests, deadline=window.Deadline(4))   # the call's deadline
+    assert rc == gpu_tests.CUT and line.startswith("stopped by the call's deadline") and time.monotonic() - t0 < 40
+    assert gpu_tests.outcome((out / "gpu-tests.txt").read_text())[0] == 1     # a cut run is no pass

@@ -296,7 +296,8 @@ def _texts(fig) -> str:
 
 
 def test_a_sweeps_claims_figure_reads_alone_and_its_tables_name_each_point(tmp_path):
-    from perflab.runner.report import _study_section, sweep_claims_figure
+    from perflab.runner.report import _study_section
+    from perflab.runner.sweep_figures import sweep_claims_figure
 
     long_claim = ("The optimized evaluation is at least 3x faster than the baseline per candidate, at steady state, "
                   "compiled and captured, on the GPU preset's batch")

@@ -1,18 +1,24 @@
 """The `perflab` command, bottom to top (each imports the kit, the studies and the modules before it):
 
-    testguard   a per-test time limit (a pytest plugin the GPU tests run under; imports nothing of perflab)
-    execute     one notebook through papermill, and how it ended (ok, failed at a cell, interrupted)
-    schemas     which parameter dataclass a notebook validates against (read from its code)
-    catalog     the study notebooks: find, inspect, plan, run a set, refresh
-    new         `perflab new NAME`: a study of your own from perflab/template/
-    sweep_dir   a sweep's folder on disk: its request and its points' states
-    slurm       what Slurm says about a sweep's jobs
-    sweep       `perflab sweep`: a grid of executions through submitit, resumable
-    report      `perflab report`: a run folder's results as Markdown
-    compare     `perflab compare A B`
-    battery     claims of known truth: a verdict rule's error rate on this machine
-    window      a GPU window's calls: the host's limits, each part's outcome, the call's summary
-    estimate    a GPU window's calls estimated from what they run (counted from the code), and their limits
-    gpucheck    `perflab gpu-check`: the GPU window's tests and notebooks, one folder of evidence
-    cli         the argument parser: each command parses, then calls one function above
+    testguard       a per-test time limit (a pytest plugin the GPU tests run under; imports nothing of perflab)
+    execute         one notebook through papermill, and how it ended (ok, failed at a cell, interrupted)
+    schemas         which parameter dataclass a notebook validates against (read from its code)
+    catalog         the study notebooks: find, inspect, plan, run a set, refresh
+    new             `perflab new NAME`: a study of your own from perflab/template/
+    sweep_dir       a sweep's folder on disk: its request and its points' states
+    slurm           what Slurm says about a sweep's jobs
+    sweep           `perflab sweep`: a grid of executions through submitit, resumable
+    report_rows     what the reports read off an execution's rows: how it ended, when it started
+    report_claims   a claim row as the reports show it: its verdict and judged cells, the claims figure
+    sweep_figures   a sweep's figures, one per swept parameter: timings, and claims against thresholds
+    report          `perflab report`: a run folder's results as Markdown
+    compare         `perflab compare A B`
+    battery         claims of known truth: a verdict rule's error rate on this machine
+    simulate        a simulated machine for the verdicts' rare errors (`perflab battery --simulate`)
+    compile_cache   a GPU window's compile caches: kept in the run folder, packed to come back under the limit
+    window          a GPU window's calls: the host's limits, each part's outcome, the call's summary
+    estimate        a GPU window's calls estimated from what they run (counted from the code), and their limits
+    gpu_tests       `pytest -m gpu` in parts: each part's log, an earlier pass at this commit, REPORT.md's lead
+    gpucheck        `perflab gpu-check`: the GPU tests, then the notebooks step, one folder of evidence
+    cli             the argument parser: each command parses, then calls one function above
 """

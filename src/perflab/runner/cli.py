@@ -4,7 +4,8 @@
     perflab new NAME [--into DIR]   (a study of your own: package, notebook, GPU preset, tests, in DIR/NAME/)
     perflab run [NAME ...] [--params PRESET] [-p key=value ...] [--out DIR]
     perflab gpu-check [NAME ...] [--params gpu-smoke] [--redo]   (on a GPU host: pytest -m gpu + notebooks + REPORT.md;
-                                                                  what is already done at this commit is skipped)
+                                                                  what is already done at this commit is skipped;
+                                                                  --tests-only: the GPU tests alone)
     perflab report DIR
     perflab refresh [NAME ...]
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
@@ -74,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "running then is stopped at its cell (cut); the per-cell limit, unless --cell-timeout, is "
                         "sized from params/gpu-smoke/ESTIMATE.md")
     p.add_argument("--no-tests", action="store_true", help="skip pytest -m gpu")
+    p.add_argument("--tests-only", action="store_true",
+                   help="the GPU tests alone ($PERFLAB_GPU_TESTS's part: quick, compiled or all), no notebooks")
     p.add_argument("--redo", action="store_true",
                    help="run again what already ran ok in the folder at this commit (tests and notebooks)")
     p.add_argument("--params-dir", type=Path, default=None)
@@ -219,6 +222,10 @@ def cmd_run(args) -> int:
 def cmd_gpu_check(args) -> int:
     from . import gpucheck
 
+    if args.tests_only:
+        if args.names or args.no_tests:
+            raise nbs.NotebookError("--tests-only runs no notebooks: give no names and no --no-tests")
+        return gpucheck.tests_alone(args.out, args.redo, args.root, args.deadline)
     return gpucheck.check(args.names, preset=args.preset, overrides=args.assign, nb_dir=args.notebooks,
                           p_dir=args.params_dir, out=args.out, redo=args.redo, no_tests=args.no_tests,
                           kernel_name=args.kernel, progress=not args.no_progress, cell_timeout=args.cell_timeout,

@@ -145,7 +145,7 @@ def _keyed(a: dict[str, ClaimSet], b: dict[str, ClaimSet]) -> tuple[dict, dict]:
 
 def _claim_cell(r: dict | None) -> str:
     from ..kit.claims import read_row
-    from .report import judged_cell, verdict_cell
+    from .report_claims import judged_cell, verdict_cell
 
     if r is None:
         return "-"
@@ -183,7 +183,7 @@ def claims_markdown(a: dict[str, ClaimSet], b: dict[str, ClaimSet], figures: dic
 def claims_figures(a: dict[str, ClaimSet], b: dict[str, ClaimSet], out: Path, a_name: str, b_name: str) -> dict:
     """One figure per study, A's and B's claim intervals side by side, as `out/claims-<study>.png`: {study: file
     name} of those drawn (a study whose rows carry no interval, logged before `perflab.kit.claims`, has none)."""
-    from .report import claims_png, figure_name
+    from .report_claims import claims_png, figure_name
 
     def clip(name: str) -> str:
         return name if len(name) <= 40 else "..." + name[-37:]

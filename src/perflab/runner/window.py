@@ -2,8 +2,8 @@
 
 A lent GPU host runs one command at most 10 minutes (`CALL_S`) and goes back after 30 s idle, so each step of a window
 (`tools/gpu-session.sh smoke | tests | full ...`) is one command that starts, runs and packs before a deadline below
-that limit (`DEADLINE_S`); nothing waits for a second call. The runner (`perflab gpu-check`, `python -m
-perflab.runner.gpucheck tests`) writes one row per part of the call into the run folder's `window.jsonl` (the plan
+that limit (`DEADLINE_S`); nothing waits for a second call. The runner (`perflab gpu-check`, with `--tests-only` for
+the GPU tests alone) writes one row per part of the call into the run folder's `window.jsonl` (the plan
 first, then each test part and notebook: ok, failed, skipped, cut), and the call ends with `summary`, read from those
 rows: a part planned but never reported was cut by the deadline.
 
@@ -12,6 +12,8 @@ rows: a part planned but never reported was cut by the deadline.
     python -m perflab.runner.window cache-budget OUT/res.tgz       # there: MiB left for the caches in the next carry
     python -m perflab.runner.window travel DEST                    # the tree as it travels, for the rehearsal
     python -m perflab.runner.window comeback OUT                   # does every file in OUT come back?
+    python -m perflab.runner.window wheels .whl                    # one version of each wheel (gpu-session.sh prepare)
+    python -m perflab.runner.window pack-cache /tmp/res OUT        # the folder's compile caches into OUT/cache*.tgz
 
 A hard stop for everything: the call's deadline (`Deadline`: a notebook is started only when its estimate fits in
 what is left, and one running at the deadline is stopped as Ctrl-C stops it, recorded at its cell), a limit per cell
@@ -179,6 +181,25 @@ def travel(root: Path, dest: Path, carried: tuple[str, ...] = CARRIED) -> dict:
     return carry(root, carried)
 
 
+WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-.*\.whl$")
+
+
+def wheel_versions(folder: Path) -> dict[str, list[str]]:
+    """{project name (normalized): [wheel files]} of the wheels in `folder`."""
+    found: dict[str, list[str]] = {}
+    for f in sorted(Path(folder).glob("*.whl")):
+        m = WHEEL_NAME.match(f.name)
+        name = re.sub(r"[-_.]+", "-", m["name"] if m else f.name).lower()
+        found.setdefault(name, []).append(f.name)
+    return found
+
+
+def duplicate_wheels(folder: Path) -> dict[str, list[str]]:
+    """The projects with more than one wheel in `folder`: pip refuses the whole install (ResolutionImpossible)."""
+    return {name: files for name, files in wheel_versions(folder).items() if len(files) > 1}
+
+
+
 # ---- what comes back from $OUT ---------------------------------------------------------------------------------
 
 BACK_FILES, BACK_FILE_MIB, BACK_MIB, BACK_DEPTH = 8, 16, 64, 2   # files, MiB a file, MiB in all, folders down
@@ -278,7 +299,23 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--root", type=Path, default=Path("."))
     k = sub.add_parser("comeback", help="whether every file in OUT comes back from the host; exit 1 if not")
     k.add_argument("out", type=Path)
+    w = sub.add_parser("wheels", help="refuse a wheel folder holding two versions of a project")
+    w.add_argument("folder", type=Path)
+    p = sub.add_parser("pack-cache", help="the run folders' compile caches into OUT/cache*.tgz, each under the limit")
+    p.add_argument("root", type=Path, help="the folder of run folders (/tmp/res)")
+    p.add_argument("dest", type=Path)
+    p.add_argument("--limit-mib", type=float, default=16.0)
+    p.add_argument("--parts", type=int, default=2)
+    p.add_argument("--total-mib", type=float, default=None, help="all parts together at most (the carry's room)")
     args = ap.parse_args(argv)
+    if args.cmd == "wheels":
+        found, dups = wheel_versions(args.folder), duplicate_wheels(args.folder)
+        for name, files in dups.items():
+            print(f"two versions of {name} in {args.folder}: {', '.join(files)} (pip refuses the install)", file=sys.stderr)
+        print(f"{args.folder}: {len(found)} projects, {sum(map(len, found.values()))} wheels")
+        return 1 if dups or not found else 0
+    if args.cmd == "pack-cache":
+        return _pack_cache(args)
     if args.cmd == "travel":
         found = travel(args.root, args.dest)
         print(carry_text(found))
@@ -301,6 +338,20 @@ def main(argv: list[str] | None = None) -> int:
     rc, text = summary(args.root, args.window)
     print(text)
     return rc
+
+
+
+def _pack_cache(args) -> int:
+    from .compile_cache import pack_cache
+
+    total = None if args.total_mib is None else int(args.total_mib * 2**20)
+    r = pack_cache(args.root, args.dest, limit=int(args.limit_mib * 2**20), parts=args.parts, total=total)
+    for name, size, n in r["parts"]:
+        print(f"{name}: {size / 2**20:.1f} MiB ({n} cache entries; the limit is {args.limit_mib:g} MiB a file)")
+    print(f"compile caches: {r['mib']:.1f} MiB before compression, {r['kept']} entries kept"
+          + (f", {r['left_out']} left out ({r['left_out_mib']:.1f} MiB, the oldest first: the next window compiles "
+             "them again)" if r["left_out"] else ""))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""A claim row as the reports show it (`perflab report`'s REPORT.md, `perflab compare`'s COMPARE.md): its verdict and
+how it was judged as table cells, and the claims figure (`perflab.kit.claims.claims_figure`: intervals against
+thresholds, coloured by verdict) written beside the report as `claims-<study>.png`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def drawable(r: dict) -> bool:
+    """Whether a claim row (`perflab.kit.claims.read_row`) has an interval and a threshold to draw it against."""
+    return "value" in r and any(isinstance(r.get(k), (int, float)) for k in ("at_least", "at_most"))
+
+
+def verdict_cell(r: dict) -> str:
+    """'**not tested here** (measured at batch=16)': the verdict in bold, with its reason."""
+    from ..kit.claims import verdict_text
+
+    return verdict_text(r).replace(r["verdict"], f"**{r['verdict']}**", 1)
+
+
+def judged_cell(r: dict) -> str:
+    """'2.41 [2.30, 2.55] against >= 2 (99% interval, 12 rounds, 0.31 s)'; '' for a row logged without it."""
+    from ..kit.claims import judged_text
+
+    return judged_text(r)  # '' for a row from before perflab.kit.claims
+
+
+def claims_png(path: Path, runs: dict[str, list[dict]] | list[dict], title: str) -> Path | None:
+    """Draw claim rows (or {label: rows}, side by side) with `perflab.kit.claims.claims_figure` into `path`; None when
+    no row has an interval to draw (rows logged before the kit: the section says so)."""
+    from ..kit.claims import read_row
+
+    runs = {label: [read_row(r) for r in rows] for label, rows in
+            (runs.items() if isinstance(runs, dict) else [("", runs)])}
+    if not any(drawable(r) for rows in runs.values() for r in rows):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..kit.claims import claims_figure
+
+    fig = claims_figure(runs, title=title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+NO_FIGURE = ("No figure: no claim here carries a measured interval and a threshold (rows logged before "
+             "`perflab.kit.claims` judged claims); the table above is all there is.")
+
+
+def figure_name(study: str, run_id: str | None = None) -> str:
+    """claims-<study>.png (claims-<study>-<run id>.png for one execution of several), a safe file name."""
+    stem = "-".join(x for x in ("claims", study, run_id) if x)
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) + ".png"
