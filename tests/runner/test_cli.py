@@ -11,15 +11,6 @@ import pytest
 from perflab.runner.cli import main
 from perflab.runner.report import build
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "notebooks"
-
-
-@pytest.fixture
-def nb_dir(tmp_path):
-    d = tmp_path / "notebooks"
-    shutil.copytree(FIXTURES, d)
-    return d
-
 
 def test_list_shows_parameters_with_types_and_help(nb_dir, capsys):
     assert main(["list", "--notebooks", str(nb_dir)]) == 0

@@ -1,6 +1,5 @@
 """`perflab gpu-check` (issue 21 part 5): what a CPU can check of the command for a lent GPU."""
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -105,10 +104,9 @@ def test_the_compile_caches_go_to_the_run_folder_unless_told_otherwise(tmp_path,
 
 
 @pytest.mark.slow
-def test_a_second_window_skips_what_is_done_and_reruns_the_rest(tmp_path, monkeypatch, capsys):
+def test_a_second_window_skips_what_is_done_and_reruns_the_rest(nb_dir, tmp_path, monkeypatch, capsys):
     # the fixture notebooks stand for the six: "tiny" ends ok, "failing" fails at its cell 3 every time
-    nb_dir, out, ran = tmp_path / "notebooks", tmp_path / "out", []
-    shutil.copytree(FIXTURES, nb_dir)
+    out, ran = tmp_path / "out", []
     monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 

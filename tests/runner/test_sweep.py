@@ -1,6 +1,4 @@
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -9,15 +7,6 @@ from perflab.runner.cli import main
 from perflab.runner.compare import compare, load, to_markdown
 from perflab.runner.report import build
 from perflab.runner.sweep import SweepError, make_executor, parse_grid
-
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "notebooks"
-
-
-@pytest.fixture
-def nb_dir(tmp_path):
-    d = tmp_path / "notebooks"
-    shutil.copytree(FIXTURES, d)
-    return d
 
 
 def _sweep(nb_dir, out, *extra):
