@@ -6,7 +6,7 @@ import pytest
 
 from perflab.latentwire import ModelConfig, build_model, make_examples
 from perflab.latentwire.params import LatentWireParams
-from perflab.latentwire.study import IMPLS, Variant
+from perflab.latentwire.study import IMPLS
 
 TINY = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=1, latent_len=4)
 EXAMPLES = make_examples(32, seed=0)
@@ -54,8 +54,8 @@ def test_the_claims_decisions_are_what_the_claims_judge_takes():
     from perflab.latentwire.study import data_path, lm_sequence_length
 
     p = dataclasses.replace(P, verdict_time=0.5)
-    plan = [Variant("baseline", version="baseline"), Variant("batch_size", toggles={"batch_size": 4}),
-            Variant("single_pass", toggles={"single_pass": True})]
+    plan = [IMPLS.variant("baseline"), IMPLS.variant("optimized", "batch_size", batch_size=4),
+            IMPLS.variant("optimized", "single_pass", single_pass=True)]
     with study_ablation(plan, p) as (results, trainers):
         gains = claims.decide_gains(trainers, results, cfg=p, device="cpu")
     assert {k for k, d in gains.items() if d is not None} == {"loss_loop", "kv_cache"}

@@ -117,12 +117,13 @@ def test_cuda_06_gradients_under_cuda_graphs_equal_eager(grad_accum):
 def test_cuda_06_a_variant_is_timed_with_events_and_swept():
     from perflab.latentwire import make_examples
     from perflab.latentwire.floors import floors
-    from perflab.latentwire.study import Variant, batch_sweep, measure_variant
+    from perflab.latentwire.study import IMPLS, batch_sweep, measure_variant
 
     p = _latentwire_params(compile="off")
     examples = make_examples(p.n_examples, seed=0)
-    r = measure_variant(Variant("all", toggles={"pin_memory": True, "pretokenize": True, "fused_adamw": True,
-                                                "no_step_sync": True, "batch_size": 4}), examples, p=p, device=CUDA)
+    v = IMPLS.variant("optimized", "all", pin_memory=True, pretokenize=True, fused_adamw=True, no_step_sync=True,
+                      batch_size=4)
+    r = measure_variant(v, examples, p=p, device=CUDA)
     assert r.samples_per_s > 0 and r.launches["kernels"] > 0 and r.memory_method == "cuda_allocator"
     sweep = batch_sweep(examples, p=p, device=CUDA, toggles={"pretokenize": True}, amps=(True,))
     assert [row.samples_per_step for row in sweep[True]] == [1, 4]

@@ -6,7 +6,7 @@ import pytest
 
 from perflab.latentwire import ModelConfig, Toggles, build_model, make_examples, optimized
 from perflab.latentwire.params import LatentWireParams
-from perflab.latentwire.study import Variant, prepare_variant, run_ablation
+from perflab.latentwire.study import IMPLS, prepare_variant, run_ablation
 from perflab.latentwire.timing import StepTiming, dataloader_workers, time_blocks, time_rounds
 
 TINY = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=1, latent_len=4)
@@ -18,8 +18,8 @@ P = LatentWireParams(**TINY, n_examples=32, ablation_batch=4, accum_steps=2, num
 
 def test_launches_per_step_are_counted_and_fall_with_the_recommendations():
     got = {}
-    for v in (Variant("baseline", version="baseline"), Variant("single_pass", toggles={"single_pass": True}),
-              Variant("all_together", toggles=dataclasses.asdict(Toggles.all_on(batch_size=4, amp=False)))):
+    for v in (IMPLS.variant("baseline"), IMPLS.variant("optimized", "single_pass", single_pass=True),
+              IMPLS.variant("optimized", "all_together", **dataclasses.asdict(Toggles.all_on(batch_size=4, amp=False)))):
         trainer, r = prepare_variant(v, EXAMPLES, p=P, device="cpu")
         trainer.close()
         got[v.name] = r.launches["total"] / r.samples_per_step
@@ -55,9 +55,9 @@ def test_pause_stops_the_workers_and_the_next_step_starts_a_new_pool():
 
 @pytest.mark.slow
 def test_only_the_timed_variants_workers_are_alive():
-    plan = [Variant("baseline", version="baseline"),
-            Variant("loader_a", toggles={"dataloader": True, "num_workers": 1, "pretokenize": True}),
-            Variant("loader_b", toggles={"dataloader": True, "num_workers": 1, "batch_size": 2})]
+    plan = [IMPLS.variant("baseline"),
+            IMPLS.variant("optimized", "loader_a", dataloader=True, num_workers=1, pretokenize=True),
+            IMPLS.variant("optimized", "loader_b", dataloader=True, num_workers=1, batch_size=2)]
     results = run_ablation(plan, EXAMPLES, p=P, device="cpu")
     assert {k: r.timing.foreign_workers for k, r in results.items()} == {"baseline": 0, "loader_a": 0, "loader_b": 0}
     assert {k: r.timing.own_workers for k, r in results.items()} == {"baseline": 0, "loader_a": 1, "loader_b": 1}

@@ -25,7 +25,7 @@ from perflab.latentwire import (
 from perflab.latentwire.activations import saved_activations
 from perflab.latentwire.batches import batch_on_the_fly
 from perflab.latentwire.params import LatentWireParams
-from perflab.latentwire.study import IMPLS, Variant, curve_runs, loss_curve, version
+from perflab.latentwire.study import IMPLS, curve_runs, loss_curve
 
 TINY = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
 EXAMPLES = make_examples(24, seed=0)
@@ -52,10 +52,10 @@ def test_impls_names_the_two_versions_baseline_first_with_one_signature():
 
 
 def test_an_unknown_version_is_refused_with_the_names_there_are():
-    with pytest.raises(ValueError, match="unknown implementation 'fast': expected one of baseline, optimized"):
-        version("fast")
-    with pytest.raises(ValueError, match="unknown implementation 'fast'"):
-        Variant("fast", version="fast")  # where the plan is declared, before anything is built
+    with pytest.raises(ValueError, match="no version 'fast': expected one of baseline, optimized"):
+        IMPLS["fast"]
+    with pytest.raises(ValueError, match="no version 'fast'"):
+        IMPLS.variant("fast", "quick")  # where the plan is declared, before anything is built
 
 
 def test_the_baseline_has_no_toggles():

@@ -221,7 +221,7 @@ def _gain(key: str, d: Decision | None, results: dict, dt: str, extra: dict) -> 
                     f"{m_default.median / results['baseline'].measurement.median:.1%} of the baseline step)")
     if key == "non_blocking" and extra.get("data"):
         note.append(f"{extra['data']['bytes_per_sample']} bytes per sample host-to-device")
-    if key in ("quick_wins", "all", "target_5x") and not r.variant.toggles.get("amp"):
+    if key in ("quick_wins", "all", "target_5x") and not r.variant.knobs.get("amp"):
         note.append("bf16 autocast off in this run (amp=False)")
     if d is None:
         text = (f"{_ablation_ratio(results, v):.2f}x samples/s on {dt} from the ablation's timings (ratio of medians), "
@@ -313,7 +313,7 @@ def _mfu(compiled, share: Measured | None, dt: str) -> tuple:
     """The compiled step's MFU when it runs bf16; else why not (its share of the fp32 floor is no bf16 MFU)."""
     if compiled is None or share is None:
         return None, "no compiled step in this run (compile='off')"
-    if not compiled.variant.toggles.get("amp"):
+    if not compiled.variant.knobs.get("amp"):
         return None, (f"amp=False: the compiled step runs fp32 ({share.value:.1%} of the fp32 floor at batch "
                       f"{compiled.samples_per_step} on {dt}, not an MFU)")
     return share, (f"{_pct(share)} of the bf16 matmul floor on {dt}: the compiled step at batch "

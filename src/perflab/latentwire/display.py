@@ -39,7 +39,7 @@ def ablation_table(results: dict, flops: dict, peak: float) -> pd.DataFrame:
     base, claimed = results["baseline"], claimed_by_variant()
     rows = []
     for name, r in results.items():
-        f = flops[r.variant.toggles.get("single_pass", False)]["total"]
+        f = flops[r.variant.knobs.get("single_pass", False)]["total"]
         rows.append({"variant": name, **_row(r, base, f, peak), "report claims": claimed.get(name, "-"),
                      "first step": fmt_seconds(r.first_step_s),
                      "activation MiB": (r.activation_bytes or float("nan")) / 2**20,
@@ -77,7 +77,7 @@ def sweep_table(sweep: dict, compiled, flops_per_sample: float, peaks: dict) -> 
     """One row per sweep point (and the compiled step): samples/s, spread, launches, and the share of each floor."""
     points = [("bf16" if amp else "fp32", r) for amp, rows in sweep.items() for r in rows]
     if compiled is not None:
-        points.append(("bf16" if compiled.variant.toggles.get("amp") else "fp32", compiled))
+        points.append(("bf16" if compiled.variant.knobs.get("amp") else "fp32", compiled))
     rows = []
     for dtype, r in points:
         lo, hi = r.samples_per_s_range()

@@ -1,4 +1,4 @@
-"""The notebook's measurements, declared as data. IMPLS names the versions, the one place that does: the
+"""The notebook's measurements, declared as data. IMPLS names the versions (a kit `Versions`), the one place that does: the
 trainer factories `baseline.make_trainer` and `optimized.make_trainer` (one signature; the optimized one's further
 keywords are its toggles). Then the ablation variants (the baseline, the optimized version with each toggle alone,
 the report's quick wins, all together, the compiled step), how one variant is prepared and timed, the batch sweep,
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import time
 import warnings
@@ -29,6 +30,7 @@ from ..kit.env import synchronize
 from ..kit.launches import count_launches, profiler_activities, self_time_key
 from ..kit.memory import peak_memory
 from ..kit.verdicts import Measured
+from ..kit.versions import Variant, Versions
 from . import baseline, optimized
 from .activations import saved_activations
 from .batches import PretokenizedCache, batch_on_the_fly
@@ -41,46 +43,30 @@ from .timing import StepTiming, iqr_ratio, steps_per_block, time_rounds
 from .tokenizer import Tokenizer
 from .training import evaluate
 
-IMPLS = {"baseline": baseline.make_trainer, "optimized": optimized.make_trainer}  # the versions, baseline first
-
-
-def version(name: str):
-    """The version `name` names in IMPLS; an unknown name is refused with the names there are."""
-    if name not in IMPLS:
-        raise ValueError(f"unknown implementation {name!r}: expected one of {', '.join(IMPLS)}")
-    return IMPLS[name]
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    name: str
-    version: str = "optimized"  # a key of IMPLS; toggles are the optimized version's keywords
-    toggles: dict = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self):
-        version(self.version)  # a misspelt version fails where the plan is declared
+IMPLS = Versions({"baseline": baseline.make_trainer, "optimized": optimized.make_trainer})  # baseline first
 
 
 def variants(p: LatentWireParams) -> list[Variant]:
-    """Baseline, each recommendation alone, the report's quick wins, all together, and all together compiled."""
+    """Baseline, each recommendation alone, the report's quick wins, all together, and all together compiled: kit
+    Variants, each a version of IMPLS with its toggles (the optimized version's keywords) as knobs."""
     b = p.ablation_batch
-    alone = [Variant("pin_memory", toggles={"pin_memory": True}),
-             Variant("dataloader", toggles={"dataloader": True, "num_workers": p.num_workers}),
-             Variant("pretokenize", toggles={"pretokenize": True}),
-             Variant("grad_accum", toggles={"grad_accum": True}),
-             Variant("batch_size", toggles={"batch_size": b}),
-             Variant("amp_bf16", toggles={"amp": True}),
-             Variant("fused_adamw", toggles={"fused_adamw": True}),
-             Variant("sdpa", toggles={"sdpa": True}),
-             Variant("checkpointing", toggles={"checkpointing": True}),
-             Variant("single_pass", toggles={"single_pass": True}),
-             Variant("no_step_sync", toggles={"no_step_sync": True})]
+    opt = functools.partial(IMPLS.variant, "optimized")
+    alone = [opt("pin_memory", pin_memory=True),
+             opt("dataloader", dataloader=True, num_workers=p.num_workers),
+             opt("pretokenize", pretokenize=True),
+             opt("grad_accum", grad_accum=True),
+             opt("batch_size", batch_size=b),
+             opt("amp_bf16", amp=True),
+             opt("fused_adamw", fused_adamw=True),
+             opt("sdpa", sdpa=True),
+             opt("checkpointing", checkpointing=True),
+             opt("single_pass", single_pass=True),
+             opt("no_step_sync", no_step_sync=True)]
     quick = {"pin_memory": True, "batch_size": b, "amp": p.amp, "fused_adamw": True}  # the report's "quick wins"
     every = dataclasses.asdict(Toggles.all_on(batch_size=b, num_workers=p.num_workers, amp=p.amp))
-    plan = [Variant("baseline", version="baseline"), *alone, Variant("quick_wins", toggles=quick),
-            Variant("all_together", toggles=every)]
+    plan = [IMPLS.variant("baseline"), *alone, opt("quick_wins", **quick), opt("all_together", **every)]
     if p.compile != "off":
-        plan.append(Variant("compiled", toggles={**every, "compile": p.compile, "compile_backend": p.backend}))
+        plan.append(opt("compiled", **{**every, "compile": p.compile, "compile_backend": p.backend}))
     return plan
 
 
@@ -117,9 +103,8 @@ def prepare_variant(v: Variant, examples, *, p: LatentWireParams, device, accum_
     under count_launches, one to size the timing blocks; its DataLoader workers stopped at the end.
     Returns (trainer, VariantResult without a timing)."""
     model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-    trainer = version(v.version)(model, examples, device=device, lr=p.lr, accum_steps=accum_steps or p.accum_steps,
-                                 seed=p.seed, **v.toggles)
-    compiled = v.toggles.get("compile", "off") != "off"  # saved-tensor hooks would change what compile traces
+    trainer = v(model, examples, device=device, lr=p.lr, accum_steps=accum_steps or p.accum_steps, seed=p.seed)
+    compiled = v.knobs.get("compile", "off") != "off"  # saved-tensor hooks would change what compile traces
     try:
         f0 = model.lm.forward_calls
         t0 = time.perf_counter()
@@ -198,7 +183,7 @@ def batch_sweep(examples, *, p: LatentWireParams, device, toggles: dict, amps=(F
     for amp in amps:
         rows, b = [], 1
         while b <= min(p.max_batch, len(examples)):
-            v = Variant(f"batch={b}{', bf16' if amp else ''}", toggles={**toggles, "batch_size": b, "amp": amp})
+            v = IMPLS.variant("optimized", f"batch={b}{', bf16' if amp else ''}", **{**toggles, "batch_size": b, "amp": amp})
             try:
                 r = measure_variant(v, examples, p=p, device=device, label="batch sweep", accum_steps=1)
             except RuntimeError as e:
@@ -221,8 +206,8 @@ def best(rows: list[VariantResult]) -> VariantResult:
 def compiled_at(batch: int, examples, *, p: LatentWireParams, device, toggles: dict) -> VariantResult:
     """The compiled step (`toggles` + p.compile/p.backend, bf16 per p.amp) at one batch, timed like a sweep point,
     in at least 8 blocks: the fewest whose median has a 99% interval (its MFU's, `floors.fraction_of_floor`)."""
-    v = Variant(f"compiled, batch={batch}", toggles={**toggles, "batch_size": batch, "amp": p.amp,
-                                                      "compile": p.compile, "compile_backend": p.backend})
+    v = IMPLS.variant("optimized", f"compiled, batch={batch}", **{**toggles, "batch_size": batch, "amp": p.amp,
+                                                                   "compile": p.compile, "compile_backend": p.backend})
     return measure_variant(v, examples, p=p, device=device, label="batch sweep", accum_steps=1, min_blocks=8)
 
 
@@ -247,7 +232,8 @@ def amp_pair(batch: int, examples, *, p: LatentWireParams, device, toggles: dict
     out = {}
     try:
         for amp in (False, True):
-            v = Variant(f"batch={batch}{', bf16' if amp else ''}", toggles={**toggles, "batch_size": batch, "amp": amp})
+            v = IMPLS.variant("optimized", f"batch={batch}{', bf16' if amp else ''}",
+                              **{**toggles, "batch_size": batch, "amp": amp})
             out[amp], _ = prepare_variant(v, examples, p=p, device=device, accum_steps=1)
     except BaseException:
         for t in out.values():
@@ -353,7 +339,7 @@ class Curve:
 def loss_curve(v: Variant, examples, heldout, *, p: LatentWireParams, device) -> Curve:
     """Train a fresh model (same seed) as variant `v` on `p.curve_samples` samples, one micro-batch per step."""
     model = build_model(p.model_config(), seed=p.seed, lm=p.lm, device=device)
-    trainer = version(v.version)(model, examples, device=device, lr=p.lr, accum_steps=1, seed=p.seed, **v.toggles)
+    trainer = v(model, examples, device=device, lr=p.lr, accum_steps=1, seed=p.seed)
     steps = max(1, p.curve_samples // trainer.samples_per_step)
     t0 = time.perf_counter()
     try:
@@ -376,6 +362,6 @@ def curve_runs(p: LatentWireParams) -> list[Variant]:
     same_order = dataclasses.asdict(Toggles.all_on(batch_size=1, amp=p.amp))
     same_order.update(dataloader=False, num_workers=0)
     batched = dataclasses.asdict(Toggles.all_on(batch_size=p.curve_batch, num_workers=p.num_workers, amp=p.amp))
-    return [Variant("baseline", version="baseline"), Variant("optimized, batch 1", toggles=same_order),
-            Variant(f"optimized, batch {p.curve_batch}", toggles=batched)]
+    return [IMPLS.variant("baseline"), IMPLS.variant("optimized", "optimized, batch 1", **same_order),
+            IMPLS.variant("optimized", f"optimized, batch {p.curve_batch}", **batched)]
 
