@@ -174,7 +174,8 @@ def _found(decisions, device_type="cpu", fallbacks=(6960, 6960), floor=None):
 @pytest.fixture(scope="module")
 def tiny():
     x, y = make_activations(96, 8, 10, l0=3, seed=0)      # 10 classes: two baseline slabs, the second of 2
-    pair = {"baseline": ("baseline", dict(baseline_slabs=0)), "optimized": ("optimized", dict(compile="off"))}
+    pair = {"baseline": study.IMPLS.variant("baseline", baseline_slabs=0),
+            "optimized": study.IMPLS.variant("optimized", compile="off")}
     floor = study.iteration_floor(x._nnz(), x.shape[1], y.shape[1], bandwidth=1e10, sigmoid_rate=1e9)
     return x, y, pair, floor
 
@@ -203,7 +204,7 @@ def test_the_floor_is_decided_against_the_bandwidth_too(tiny):
     assert slow_memory["bound"] == "memory bandwidth"
     fn, per_call = study.floor_kernel(slow_memory, "cpu")
     assert per_call == slow_memory["bytes"] / (64 * 2**20 * 2)          # a 64 MiB copy moves 128 MiB
-    d = study.decide_floor(x, y, pair["optimized"][1], slow_memory, claims.FLOOR_CLAIM.rule, device="cpu",
+    d = study.decide_floor(x, y, pair["optimized"].knobs, slow_memory, claims.FLOOR_CLAIM.rule, device="cpu",
                            max_run_time=0.05)
     assert d.quantity == "times the floor" and d.value > 0
 

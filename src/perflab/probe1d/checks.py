@@ -130,19 +130,19 @@ def solver_checks(compile: str = "off", backend: str = "inductor", compiled3: Sp
     3-iteration fit if it was already run (its compile timed apart)."""
     xs, ys = small_problem()
     ref3, ref40 = Reference1DProbe(max_iter=3, tol=0.0).fit(xs, ys), Reference1DProbe(max_iter=40).fit(xs, ys)
-    variants = {"baseline": ("baseline", {}), "optimized": ("optimized", {}),
-                "optimized float64": ("optimized", dict(accum_dtype="float64"))}
+    variants = {"baseline": IMPLS.variant("baseline"), "optimized": IMPLS.variant("optimized"),
+                "optimized float64": IMPLS.variant("optimized", accum_dtype="float64")}
     if compile != "off":
-        variants[f"optimized {label}"] = ("optimized", dict(compile=compile, backend=backend))
-    runs3 = {name: compiled3 if compiled3 is not None and "compile" in kw else fit_small(impl, max_iter=3, tol=0.0, **kw)
-             for name, (impl, kw) in variants.items()}
+        variants[f"optimized {label}"] = IMPLS.variant("optimized", compile=compile, backend=backend)
+    runs3 = {name: compiled3 if compiled3 is not None and "compile" in v.knobs else
+             fit_small(v.version, max_iter=3, tol=0.0, **v.knobs) for name, v in variants.items()}
     no_empty_class = slice(0, -1)
     checks = [_bw_check(f"{name}: (b, w) after 3 iterations within 1e-4 of the reference", p, ref3,
                         no_empty_class if name == "baseline" else slice(None)) for name, p in runs3.items()]
-    for name, (impl, kw) in variants.items():
+    for name, v in variants.items():
         if name == "optimized float64":
             continue
-        a = agreement(fit_small(impl, max_iter=40, **kw), ref40, xs, ys, tol=1e-4)
+        a = agreement(fit_small(v.version, max_iter=40, **v.knobs), ref40, xs, ys, tol=1e-4)
         checks += _agreement_checks(f"{name}: loss matrix after 40 iterations within 1e-4 of the reference",
                                     f"{name}: confusion counts equal to the reference", a, 1e-4)
     checks.append(_bw_check("baseline and optimized: (b, w) after 3 iterations within 1e-4 of each other",

@@ -206,7 +206,7 @@ def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> floa
 def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[str, Decision]:
     """Notebook 02's timed claims, each decided in paired rounds of at most `cfg.verdict_time` seconds: the speed
     claims whose setup is this run's (`decide_speedup` of the whole LM iteration) and the distance from `floor`
-    (`study.decide_floor`). `pair`: {"baseline": (impl, config), "optimized": (impl, config)} as the sweep's.
+    (`study.decide_floor`). `pair`: {"baseline": Variant, "optimized": Variant} as the sweep's.
     -> {key: Decision}"""
     dt = getattr(device, "type", device)
     out = {}
@@ -214,7 +214,7 @@ def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[st
         if not c.off_setup(cfg, dt):
             out[c.key] = study.decide_iteration_speedup(x, y, pair, c.rule, device=device,
                                                         max_run_time=cfg.verdict_time)
-    out[FLOOR_CLAIM.key] = study.decide_floor(x, y, pair["optimized"][1], floor, FLOOR_CLAIM.rule, device=device,
+    out[FLOOR_CLAIM.key] = study.decide_floor(x, y, pair["optimized"].knobs, floor, FLOOR_CLAIM.rule, device=device,
                                               max_run_time=cfg.verdict_time)
     return out
 

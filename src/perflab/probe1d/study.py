@@ -25,7 +25,7 @@ import torch
 
 from ..kit.bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
 from ..kit.env import pick_device
-from ..kit.versions import Versions
+from ..kit.versions import Variant, Versions
 from . import baseline, optimized
 from .probe import Sparse1DProbeBase
 
@@ -96,7 +96,7 @@ def syncs_per_iteration(impl: str, x, y, **config):
     """Host syncs (perflab.kit.syncs counter) of one LM iteration over every class, after setup."""
     from ..kit.syncs import count_host_syncs
 
-    _, one_iteration, _ = iteration_callable(impl, x, y, **config)
+    _, one_iteration, _ = iteration_callable(IMPLS.variant(impl, **config), x, y)
     with count_host_syncs(pick_device(config.get("device") or "auto")) as syncs:
         one_iteration()
     return syncs
@@ -104,14 +104,16 @@ def syncs_per_iteration(impl: str, x, y, **config):
 
 # ---- notebook 02: one LM iteration, timed ------------------------------------------------------------------
 
-def iteration_callable(impl: str, x, y, baseline_slabs: int = 0, **config):
-    """(setup, one_iteration, scale) of version `impl` (the solver's `timed_iteration`): `setup()` does what a
-    fit does once (the optimized plan; nothing for the baseline); `one_iteration()` advances every coordinate by
-    one LM iteration from a fresh start, or, for the baseline with `baseline_slabs` > 0, only the first slabs
-    (all slabs cost the same: same events, same rows); multiply its time by `scale` for a whole iteration."""
-    probe = IMPLS[impl](**config)
-    knobs = {"slabs": baseline_slabs} if baseline_slabs else {}   # the baseline's own knob
-    return probe.solver.timed_iteration(x, y, **knobs)
+def iteration_callable(v: Variant, x, y, device=None):
+    """(setup, one_iteration, scale) of variant `v` (a version of IMPLS with its solver's keywords as knobs; the
+    solver's `timed_iteration`): `setup()` does what a fit does once (the optimized plan; nothing for the baseline);
+    `one_iteration()` advances every coordinate by one LM iteration from a fresh start, or, for a baseline whose knobs
+    set `baseline_slabs` > 0, only the first slabs (all slabs cost the same: same events, same rows); multiply its
+    time by `scale` for a whole iteration. `device`: the solver's, unless the knobs name one."""
+    config = {"device": device, **v.knobs} if device is not None else dict(v.knobs)
+    slabs = config.pop("baseline_slabs", 0)   # the baseline's timing knob: not a solver keyword
+    probe = v.fn(**config)
+    return probe.solver.timed_iteration(x, y, **({"slabs": slabs} if slabs else {}))
 
 
 def sums_callable(x, y, **config):
@@ -142,15 +144,15 @@ def scaled(m, factor: float):
                         m.task_spec.description)
 
 
-def measure_iterations(variants: dict, x, y, *, label: str, sub_label: str, min_run_time: float,
+def measure_iterations(variants: dict[str, Variant], x, y, *, label: str, sub_label: str, min_run_time: float,
                        max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
-    """One LM iteration of each variant ({key: (impl, config)}, see iteration_callable; a baseline's config
-    may hold baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
+    """One LM iteration of each variant ({key: Variant}, see iteration_callable; a baseline's knobs may hold
+    baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
     (perflab.kit.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
     hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
     fns, scales = {}, {}
-    for key, (impl, config) in variants.items():
-        _, fns[key], scales[key] = iteration_callable(impl, x, y, device=device, **config)
+    for key, v in variants.items():
+        _, fns[key], scales[key] = iteration_callable(v, x, y, device=device)
     fns.update(extra or {})
     ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
                              descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
@@ -164,7 +166,7 @@ def ratio(base, opt) -> dict:
     return dict(ratio=speedup(base, opt), low=lo, high=hi)
 
 
-def sweep(cases: list[dict], pair: dict, data, *, device, log=None, **timing) -> list[dict]:
+def sweep(cases: list[dict], pair: dict[str, Variant], data, *, device, log=None, **timing) -> list[dict]:
     """One LM iteration of `pair` ({"baseline": ..., "optimized": ...}, see measure_iterations) for every
     case (n_rows, n_classes; `data(n_rows, n_classes)` gives (x, y)). -> one row per case with both
     Measurements, the pair events per iteration and the ratio with its range; logged when `log` is given."""
@@ -201,33 +203,34 @@ def side_by_side(x, y, pair: dict, modes: dict, *, device, **timing) -> dict:
     and each mode's tile sums alone, timed side by side. -> {key: Measurement}: "baseline", each mode's
     name, and "<name> sums"."""
     extra = {f"{name} sums": sums_callable(x, y, device=device, **kw) for name, kw in modes.items()}
-    return measure_iterations({"baseline": pair["baseline"], **{n: ("optimized", kw) for n, kw in modes.items()}},
+    return measure_iterations({"baseline": pair["baseline"], **{n: IMPLS.variant("optimized", **kw)
+                                                                for n, kw in modes.items()}},
                               x, y, label="side by side", sub_label=f"{x.shape[0]} rows x {y.shape[1]} cls",
                               device=device, extra=extra, **timing)
 
 
 # ---- notebook 02: whole fits, the floor ------------------------------------------------------------------
 
-def time_fits(variants: dict, x, y, *, device, max_iter: int, repeats: int = 3) -> tuple[dict, dict]:
-    """Whole fits of each variant ({name: (impl, config)}), `repeats` times in turn (side by side). Each
+def time_fits(variants: dict[str, Variant], x, y, *, device, max_iter: int, repeats: int = 3) -> tuple[dict, dict]:
+    """Whole fits of each variant ({name: Variant of IMPLS}), `repeats` times in turn (side by side). Each
     optimized variant fits once untimed first (compiles, allocator growth). -> ({name: (last probe,
     Measurement)}, {name: seconds of the untimed first fit})"""
     from ..kit.env import synchronize
 
-    def fit(impl, kw):
-        return quiet_fit(IMPLS[impl](device=device, max_iter=max_iter, **kw), x, y)
+    def fit(v: Variant):
+        return quiet_fit(v(device=device, max_iter=max_iter), x, y)
 
     first = {}
-    for name, (impl, kw) in variants.items():
-        if impl == "optimized":
+    for name, v in variants.items():
+        if v.version == "optimized":
             t0 = time.perf_counter()
-            fit(impl, kw)
+            fit(v)
             first[name] = time.perf_counter() - t0
     times, probes = {k: [] for k in variants}, {}
     for _ in range(repeats):
-        for name, (impl, kw) in variants.items():
+        for name, v in variants.items():
             t0 = time.perf_counter()
-            probes[name] = fit(impl, kw)
+            probes[name] = fit(v)
             synchronize(device)
             times[name].append(time.perf_counter() - t0)
     sub = f"{x.shape[0]} rows x {y.shape[1]} cls, {max_iter} iterations"
@@ -308,18 +311,18 @@ def above_floor(m, floor: dict) -> dict:
 
 # ---- notebook 02: the timed claims, decided in paired rounds ----------------------------------------------
 
-def decide_iteration_speedup(x, y, pair: dict, rule: dict, *, device, max_run_time: float):
-    """The baseline's LM iteration against the optimized one (`pair`: {"baseline": (impl, config), "optimized":
-    (impl, config)}) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds).
-    Like against like: the whole iteration on both sides, or, where the baseline's config sets `baseline_slabs` k > 0
+def decide_iteration_speedup(x, y, pair: dict[str, Variant], rule: dict, *, device, max_run_time: float):
+    """The baseline's LM iteration against the optimized one (`pair`: {"baseline": Variant, "optimized": Variant},
+    as the sweep's) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds).
+    Like against like: the whole iteration on both sides, or, where the baseline's knobs set `baseline_slabs` k > 0
     (a GPU preset's seed shapes: a whole baseline iteration is minutes), the first k slabs' classes on both sides (a
     part timed and scaled up would be an estimate, not a measurement). Both warm (the optimized plan built, its graphs
     compiled by an earlier fit). -> Decision"""
     from ..kit.verdicts import decide_speedup
 
-    (bi, bkw), (oi, okw) = pair["baseline"], pair["optimized"]
-    _, base, _ = iteration_callable(bi, x, y, device=device, **bkw)
-    _, opt, _ = iteration_callable(oi, x, y[:, :part_classes(bkw, y.shape[1])], device=device, **okw)
+    b, o = pair["baseline"], pair["optimized"]
+    _, base, _ = iteration_callable(b, x, y, device=device)
+    _, opt, _ = iteration_callable(o, x, y[:, :part_classes(b.knobs, y.shape[1])], device=device)
     return decide_speedup(base, opt, **rule, max_run_time=max_run_time, device=device)
 
 
@@ -349,7 +352,7 @@ def decide_floor(x, y, config: dict, floor: dict, rule: dict, *, device, max_run
     left out. -> Decision"""
     from ..kit.verdicts import decide_speedup
 
-    _, opt, _ = iteration_callable("optimized", x, y, device=device, **config)
+    _, opt, _ = iteration_callable(IMPLS.variant("optimized", **config), x, y, device=device)
     kernel, per_call = floor_kernel(floor, device)
     return decide_speedup(opt, kernel, **rule, scale=1 / per_call, quantity="times the floor",
                           max_run_time=max_run_time, device=device)
