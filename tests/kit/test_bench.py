@@ -251,3 +251,17 @@ def test_the_floors_time_a_copy_and_a_product_on_the_device_asked_for(monkeypatc
     # both operands on the device: a GPU refuses a product of a device tensor and a host one; meta does not
     assert [(t.device.type, tuple(t.shape)) for t in operands[:2]] == [("meta", (64, 64))] * 2
     assert made[0]["max_run_time"] == made[1]["max_run_time"] == 1.0
+
+
+def test_a_measurement_from_times_taken_by_hand_reads_as_measures_do():
+    from perflab.kit.bench import from_times
+
+    m = from_times([0.3, 0.1, 0.2], label="whole fit", sub_label="8 rows", description="baseline")
+    assert (m.median, summary(m)["n"], m.task_spec.description) == (pytest.approx(0.2), 3, "baseline")
+    blocks = from_times([4.0, 8.0], label="step", calls=4)   # blocks of 4 steps: a step's time is the block's / 4
+    assert blocks.times == [1.0, 2.0] and summary(blocks)["calls_per_block"] == 4
+    for bad in ([], [0.1, float("nan")], [-1.0]):
+        with pytest.raises(ValueError, match="from_times: need at least one finite time"):
+            from_times(bad, label="x")
+    with pytest.raises(ValueError, match="calls >= 1"):
+        from_times([0.1], label="x", calls=0)

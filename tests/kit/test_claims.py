@@ -489,3 +489,26 @@ def test_a_row_not_tested_prints_no_judged_line_and_a_keyless_row_reads_as_a_que
     assert capsys.readouterr().out == "[not tested here (measured on cpu)] on a GPU\n    claimed: 10x\n    here: not run\n"
     with pytest.raises(ClaimError, match=r"^headline 'x' is not among the rows: \?$"):
         log_rows(log, rows, headline="x")
+
+
+def test_a_claim_decides_only_in_its_setup_and_spends_no_time_elsewhere():
+    """`Claim.decide`: the rule's thresholds, the run's verdict_time and device reach the decide_* function in the
+    claim's setup; on another device or at other parameters it is not called and the claim gets None."""
+    import types
+
+    import torch
+
+    claim = Claim("fast", "2x faster at k=32 on a GPU", ">= 2x", at_least=2, partly=1.5,
+                  setup={"k": 32, "device": "cuda"})
+    calls = []
+
+    def decide_fn(*args, **kw):
+        calls.append((args, kw))
+        return "decided"
+
+    cfg = types.SimpleNamespace(k=32, verdict_time=7.0)
+    assert claim.decide(decide_fn, "b", "o", cfg=cfg, device=torch.device("cpu")) is None
+    assert claim.decide(decide_fn, "b", "o", cfg=types.SimpleNamespace(k=8, verdict_time=7.0), device="cuda") is None
+    assert calls == []
+    assert claim.decide(decide_fn, "b", "o", cfg=cfg, device="cuda:1", scale=3) == "decided"
+    assert calls == [(("b", "o"), dict(at_least=2, partly=1.5, max_run_time=7.0, device="cuda:1", scale=3))]

@@ -41,8 +41,7 @@ def ladder():
 def test_judge_takes_what_04s_measuring_code_produces(ladder, device, monkeypatch):
     w, ms, res = ladder
     if device is CUDA:                                                 # the decisions run on this CPU all the same
-        monkeypatch.setattr(claims, "decide", lambda c, b, o, cfg, dev, **kw: decide_speedup(
-            b, o, **c.rule, max_run_time=cfg.verdict_time) if not c.off_setup(cfg, dev.type) else None)
+        monkeypatch.setattr(claims, "decide_speedup", lambda *a, device, **kw: decide_speedup(*a, **kw))
     cfg = EarlyExitParams(batch=16, n_candidates=48, min_bucket=4, max_depth=8, verdict_time=0.3)
     busy, idle = [0.002] * 12, [0.0021] * 30
     found = claims.measure_early_exit(w, ms=ms, res=res, busy=busy, idle=idle, n_shapes={"compact": 9, "bucketed": 3},

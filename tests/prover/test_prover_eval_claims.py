@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from perflab.kit.bench import from_times
 from perflab.kit.claims import Claims
 from perflab.kit.verdicts import Decision, Measured, decide_speedup
-from perflab.prover.core.measuring import measurement
 from perflab.prover.evaluation import claims, study
 from perflab.prover.evaluation.params import EvalParams
 from perflab.prover.links import claims as link_claims
@@ -34,7 +34,7 @@ def judge(found, **kw):
 
 
 def _point(batch, steps, rounds):
-    m = measurement(rounds, label="t", sub_label=f"B={batch}", description="", stmt="", device=CPU)
+    m = from_times(rounds, label="t", sub_label=f"B={batch}")
     return study.SweepPoint(batch, m, steps, first_call_s=3 * min(rounds), peak_bytes=0, peak_method="-",
                             rounds=tuple(rounds))
 
@@ -109,7 +109,6 @@ def test_a_gpu_speed_claim_is_not_timed_on_a_cpu_run():
     def boom():
         raise AssertionError("timed a claim this run cannot judge")
     cfg = EvalParams(verdict_time=0.01)
-    assert claims.decide(claims.SPEED_5X, boom, boom, cfg, CPU) is None
     assert claims.decide_speed(None, None, None, None, None, 8, {}, "a", "b", cfg, CPU) is None
 
 
@@ -126,8 +125,8 @@ def test_speed_5x_is_decided_on_its_setup_and_judge_takes_the_decision(monkeypat
     cs = corruptions(kg, queries, 3, "both", seed=0)
     variants = study.eval_variants("off", "eager")                    # compile off: no compile in a unit test
     base, fixed = list(variants)[0], list(variants)[-1]
-    monkeypatch.setattr(claims, "decide", lambda c, b, o, cfg, dev, **kw: decide_speedup(   # CUDA's setup,
-        b, o, **c.rule, max_run_time=cfg.verdict_time, **kw))                                        # timed on a CPU
+    monkeypatch.setattr(claims, "decide_speedup", lambda *a, device, **kw: decide_speedup(*a, **kw))  # CUDA's setup,
+    #                                                                                      timed on a CPU
     cfg = EvalParams(max_depth=4, verdict_time=0.5)
     d = claims.decide_speed(kg, engine, policy, queries, cs, 5, variants, base, fixed, cfg, CUDA)
     assert isinstance(d, Decision) and d.rounds >= 1 and d.quantity == "speedup"

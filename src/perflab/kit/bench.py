@@ -15,19 +15,20 @@ how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-c
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
 from torch.utils import benchmark
-from torch.utils.benchmark.utils.common import Measurement
+from torch.utils.benchmark.utils.common import Measurement, TaskSpec
 
 from .env import synchronize
 from .formatting import fmt_seconds
 from .rounds import BlockTimer, PairedTimer  # the verdicts' timers: perflab.kit.rounds
 
-__all__ = ["measure", "measure_interleaved", "BlockTimer", "PairedTimer", "summary", "fmt", "fmt_seconds", "speedup", "compare",
-           "memory_bandwidth", "matmul_peak", "Measurement"]
+__all__ = ["measure", "measure_interleaved", "from_times", "BlockTimer", "PairedTimer", "summary", "fmt", "fmt_seconds",
+           "speedup", "compare", "memory_bandwidth", "matmul_peak", "Measurement"]
 
 
 def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
@@ -91,6 +92,18 @@ def summary(m: Measurement) -> dict:
         "calls_per_block": int(m.number_per_run),
         "num_threads": int(m.task_spec.num_threads),
     }
+
+
+def from_times(times: Iterable[float], *, label: str, sub_label: str = "", description: str = "", calls: int = 1,
+               stmt: str = "fn()", env: str = "") -> Measurement:
+    """A Measurement of times taken by hand (a whole run, a training step): each of `times` is one block of `calls`
+    calls, in seconds; its median, spread and table line then read as `measure`'s do."""
+    times = [float(t) for t in times]
+    if not times or calls < 1 or not all(t >= 0 and math.isfinite(t) for t in times):
+        raise ValueError(f"from_times: need at least one finite time >= 0 and calls >= 1, got {times} and {calls}")
+    spec = TaskSpec(stmt=stmt, setup="", global_setup="", label=label, sub_label=sub_label, description=description,
+                    env=env, num_threads=torch.get_num_threads())
+    return Measurement(number_per_run=calls, raw_times=times, task_spec=spec)
 
 
 def fmt(m: Measurement) -> str:

@@ -106,6 +106,14 @@ class Claim:
                 (on if k == "device" else at).append(str(have) if k == "device" else f"{k}={have}")
         return " ".join(([f"on {on[0]}"] if on else []) + ([f"at {', '.join(at)}"] if at else []))
 
+    def decide(self, decide_fn, *args, cfg: Any, device, **kw) -> Decision | None:
+        """`decide_fn(*args, **claim.rule, max_run_time=cfg.verdict_time, device=device, **kw)` (a decide_* of
+        `perflab.kit.verdicts`) where this run is the setup the claim is about; elsewhere None, with no time spent
+        (the claim then reads "not tested here", and says what was measured instead)."""
+        if self.off_setup(cfg, getattr(device, "type", str(device).split(":")[0])):
+            return None
+        return decide_fn(*args, **self.rule, max_run_time=cfg.verdict_time, device=device, **kw)
+
     def verdict(self, m: Measured | Decision | None, cfg: Any = None, device_type: str = "") -> str:
         """This claim's verdict on `m` in this run's setup."""
         if m is None or self.off_setup(cfg, device_type):

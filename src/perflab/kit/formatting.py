@@ -3,6 +3,7 @@
     sig(13.2874)  -> '13.3'      sig(669.8) -> '670'      sig(0.0006783) -> '6.78e-04'      sig(12) -> '12'
     fmt_seconds(0.034) -> '34.0 ms'
     short({"spread": [0.99166, 1.1691]}) -> '{spread: [0.992, 1.17]}'
+    fmt_interval(Measured(1.03, 1.01, 1.05)) -> '1.03x [1.01, 1.05]'
 """
 from __future__ import annotations
 
@@ -99,3 +100,13 @@ def under(x: float) -> str:
     if not math.isfinite(x):
         return str(x)
     return f"< {10.0 ** (math.floor(math.log10(abs(x))) + 1):.0e}"
+
+
+def fmt_interval(m, unit: str = "x", digits: int = 2) -> str:
+    """A Measured (value, low, high) as text: '1.03x [1.01, 1.05]', or '1.03x' for an exact number; unit '%':
+    '4.2% [4.1%, 4.3%]'."""
+    def f(v):
+        if not math.isfinite(v):
+            return "-inf" if v < 0 else "inf"
+        return f"{v:.1%}" if unit == "%" else f"{v:.{digits}f}{unit}"
+    return f(m.value) if m.low == m.high else f"{f(m.value)} [{f(m.low)}, {f(m.high)}]"

@@ -7,12 +7,16 @@ frames with their share of the time as a table (to set beside a seed's own profi
 
 Shares are inclusive (a function's time counts its callees), each function counted once per call
 stack even when it recurses, so they read like the seed's "X accounts for 64.2% of fit".
+
+`quiet_profiler()` keeps torch.profiler's C++ start/stop lines out of a notebook cell's output.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -89,3 +93,18 @@ def profile(fn: Callable[[], object], *, out_dir: str | os.PathLike | None = Non
         table = table.sort_values("seconds", ascending=False).head(top).reset_index(drop=True)
     return Profile(seconds=session.duration, table=table, html_path=html_path, text_path=text_path,
                    result=result)
+
+
+@contextlib.contextmanager
+def quiet_profiler():
+    """torch.profiler's C++ start/stop lines ("USDT ... profiler_start") go to file descriptor 2, which a notebook
+    kernel copies into the cell's output: silence that descriptor for the block (Python warnings do not use it)."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)

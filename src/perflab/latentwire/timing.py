@@ -25,8 +25,9 @@ import time
 
 import numpy as np
 import torch
-from torch.utils.benchmark.utils.common import Measurement, TaskSpec
+from torch.utils.benchmark.utils.common import Measurement
 
+from ..kit.bench import from_times
 from ..kit.env import synchronize
 
 
@@ -92,10 +93,9 @@ class StepTiming:
 
     def measurement(self, label: str, sub_label: str = "", description: str = "") -> Measurement:
         """A torch.utils.benchmark Measurement: one raw time per block of `steps_per_block` steps."""
-        spec = TaskSpec(stmt="trainer.step()", setup="", global_setup="", label=label, sub_label=sub_label,
-                        description=description, env=self.clock, num_threads=torch.get_num_threads())
         n = self.steps_per_block
-        return Measurement(number_per_run=n, raw_times=[t * n for t in self.step_times], task_spec=spec)
+        return from_times([t * n for t in self.step_times], label=label, sub_label=sub_label, description=description,
+                          calls=n, stmt="trainer.step()", env=self.clock)
 
 
 def _turn(trainer, timing: StepTiming, device, *, min_time: float, max_time: float, min_blocks: int,

@@ -23,7 +23,7 @@ import warnings
 
 import torch
 
-from ..kit.bench import fmt, fmt_seconds, measure, measure_interleaved, speedup, speedup_range
+from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, speedup, speedup_range
 from ..kit.env import pick_device
 from ..kit.versions import Variant, Versions
 from . import baseline, optimized
@@ -127,21 +127,12 @@ def sums_callable(x, y, **config):
     return lambda: [s.event_stats(st) for st in states]
 
 
-def _measurement(times: list[float], label: str, sub_label: str, description: str):
-    """A Measurement of single calls timed by hand (one block per call)."""
-    from torch.utils.benchmark.utils.common import Measurement, TaskSpec
-
-    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label=label, sub_label=sub_label,
-                    description=description, env="", num_threads=torch.get_num_threads())
-    return Measurement(number_per_run=1, raw_times=list(times), task_spec=spec)
-
-
 def scaled(m, factor: float):
     """A Measurement whose times are multiplied by `factor` (a baseline timed on some slabs, scaled)."""
     if factor == 1.0:
         return m
-    return _measurement([t * factor for t in m.raw_times], m.task_spec.label, m.task_spec.sub_label,
-                        m.task_spec.description)
+    return from_times([t * factor for t in m.raw_times], label=m.task_spec.label, sub_label=m.task_spec.sub_label,
+                      description=m.task_spec.description)
 
 
 def measure_iterations(variants: dict[str, Variant], x, y, *, label: str, sub_label: str, min_run_time: float,
@@ -234,7 +225,7 @@ def time_fits(variants: dict[str, Variant], x, y, *, device, max_iter: int, repe
             synchronize(device)
             times[name].append(time.perf_counter() - t0)
     sub = f"{x.shape[0]} rows x {y.shape[1]} cls, {max_iter} iterations"
-    return {k: (probes[k], _measurement(times[k], "whole fit", sub, k)) for k in variants}, first
+    return {k: (probes[k], from_times(times[k], label="whole fit", sub_label=sub, description=k)) for k in variants}, first
 
 
 def fit_summary(probe, m) -> dict:

@@ -12,5 +12,4 @@
     datasets    the real graphs (benchmarks/: Kinship, Nations, UMLS, vendored) and what `kg` names
     mining      closed-path rules mined from a graph's facts, and their brute-force oracle
     params      ProverParams: the fields both prover notebooks share
-    measuring   what the rooms' measurements share beyond the kit
 """

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 
 from ...kit.claims import Claim, Claims
-from ...kit.verdicts import Measured
-from ..core.measuring import decide, interval
+from ...kit.formatting import fmt_interval as interval
+from ...kit.verdicts import Measured, decide_speedup
 from . import study
 from .params import EarlyExitParams
 
@@ -84,7 +84,7 @@ def measure_early_exit(ladder, *, ms: dict, res: dict, busy: list, idle: list, n
     fn = {s: study.strategy_fn(ladder, batch, s, min_bucket) for s in ("full", "recycle", "masked", "bucketed")}
     out = {}
     step_busy, step_idle, active = study.step_fns(ladder, batch, 0.1)
-    f = decide(FLAT_STEP, step_idle, step_busy, cfg, device, min_rounds=30)   # ~2 x 2 ms a round: 30 are cheap
+    f = FLAT_STEP.decide(decide_speedup, step_idle, step_busy, cfg=cfg, device=device, min_rounds=30)   # ~2 x 2 ms a round: 30 are cheap
     traced = (f"; in the traced run {1e3 * _median(busy):.2f} ms ({len(busy)} steps) and {1e3 * _median(idle):.2f} ms "
               f"({len(idle)} steps)" if busy and idle else "")
     out["flat_step"] = (either_way(f.measured), f"one step of B={batch} slots with {active:.0%} of its rows active "
@@ -93,7 +93,7 @@ def measure_early_exit(ladder, *, ms: dict, res: dict, busy: list, idle: list, n
     out["wasted"] = (Measured.exact(share), f"{useful} useful of {full.slot_steps} rows computed by full ({share:.0%}) "
                                             "on seed-like lengths")
     lead = next(c for c in RECYCLE if not c.off_setup(cfg, dt))          # early_exit has no setup: always one
-    d = decide(lead, fn["full"], fn["recycle"], cfg, device)
+    d = lead.decide(decide_speedup, fn["full"], fn["recycle"], cfg=cfg, device=device)
     said = f"recycle over full on {where} in paired rounds; the table's medians: {table}"
     also = f"{said} (the rounds decided for {lead.key}, judged against this claim's threshold)"
     for c in RECYCLE:
@@ -112,7 +112,7 @@ def measure_early_exit(ladder, *, ms: dict, res: dict, busy: list, idle: list, n
         elif key == "bucketed_masked" and not one_per_bucket:
             out[key] = (Measured.exact(0.0), "a bucket compiled more than one graph")
         else:
-            e = decide(c, fn[a], fn[b], cfg, device)
+            e = c.decide(decide_speedup, fn[a], fn[b], cfg=cfg, device=device)
             out[key] = (e, f"{said} in paired rounds; one graph per bucket: {one_per_bucket}")
     out["v10"] = (None, f"recycle {1e3 * ms['recycle'].median / len(full.score):.3f} ms per candidate here ({dt}, "
                         f"B={batch})")

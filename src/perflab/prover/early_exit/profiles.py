@@ -6,7 +6,7 @@ ops dispatched plus compiled-graph calls. Every count is divided by the steps of
 from __future__ import annotations
 
 from ...kit.launches import count_launches
-from ..core.measuring import quiet_profiler
+from ...kit.profiling import quiet_profiler
 from .study import variants
 
 

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from ...kit.bench import measure, summary
+from ...kit.bench import from_times, measure, summary
 from ...kit.compiles import count_compiles, reset
 from ...kit.env import synchronize
 from ...kit.versions import Variant, Versions
@@ -22,7 +22,6 @@ from ..core import rollout as loops
 from ..core.data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
 from ..core.datasets import graph_label, knowledge_graph, test_queries
 from ..core.engine import UnificationEngine
-from ..core.measuring import measurement
 from ..core.policy import make_policy, train_policy
 from ..core.ranking import corruptions
 from ..core.rollout import RolloutResult, fill
@@ -129,8 +128,8 @@ def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strat
             synchronize(dev)
             times[s].append(time.perf_counter() - t0)
             reads[s] = r.host_reads / max(1, r.steps_executed)
-    ms = {s: measurement(t, label=w.name, sub_label=f"{len(w.candidates)} candidates, B={batch}", description=s,
-                          stmt="rollout(...)", device=dev) for s, t in times.items()}
+    ms = {s: from_times(t, label=w.name, sub_label=f"{len(w.candidates)} candidates, B={batch}", description=s,
+                          stmt="rollout(...)", env=str(dev)) for s, t in times.items()}
     return ms, res, reads
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from ...kit.claims import Claim, Claims
 from ...kit.compiles import reset
-from ...kit.verdicts import CONFIDENCE, Decision, Measured
-from ..core.measuring import decide, interval
+from ...kit.formatting import fmt_interval as interval
+from ...kit.verdicts import CONFIDENCE, Decision, Measured, decide_speedup
 from . import study
 from .params import EvalParams
 
@@ -146,7 +146,7 @@ def decide_speed(kg, engine, policy, queries, cs, batch: int, variants: dict, ba
     try:
         for _ in range(2):   # the compiles (and CUDA graphs recorded) before the budget: a first call is not a call
             fb(), ff()
-        return decide(SPEED_5X, fb, ff, cfg, device)
+        return SPEED_5X.decide(decide_speedup, fb, ff, cfg=cfg, device=device)
     finally:
         reset()
 

@@ -15,8 +15,8 @@ from torch.autograd import DeviceType
 from ...kit.bench import measure
 from ...kit.env import synchronize
 from ...kit.launches import count_launches, profiler_activities, self_time_key
+from ...kit.profiling import quiet_profiler
 from ..core.batching import step_bytes
-from ..core.measuring import quiet_profiler
 from ..core.rollout import rollout_full
 from ..core.step import GreedyStep
 

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from ...kit.bench import measure
+from ...kit.bench import from_times, measure
 from ...kit.compiles import count_compiles, reset
 from ...kit.env import synchronize
 from ...kit.memory import peak_memory
@@ -20,7 +20,6 @@ from ...kit.verdicts import CONFIDENCE, Measured
 from ...kit.versions import Variant, Versions
 from ..core.batching import step_bytes
 from ..core.datasets import graph_label, knowledge_graph, test_queries  # noqa: F401 (the notebook's names for them)
-from ..core.measuring import measurement
 from ..core.rollout import fill, rollout_full
 from ..core.step import GreedyStep
 from . import baseline, optimized
@@ -114,8 +113,8 @@ def batch_sweep(step: GreedyStep, candidates: torch.Tensor, batch_sizes, *, roun
                 rollout_full(step, chunks[b])
                 synchronize(dev)
                 times[b].append(time.perf_counter() - t0)
-    return [SweepPoint(b, measurement(times[b], label="rollout of one chunk", sub_label=f"B={b}",
-                                       description=f"{step.mode}/{step.backend}", stmt="rollout_full(...)", device=dev),
+    return [SweepPoint(b, from_times(times[b], label="rollout of one chunk", sub_label=f"B={b}",
+                                       description=f"{step.mode}/{step.backend}", stmt="rollout_full(...)", env=str(dev)),
                        runs[b].steps_executed, first[b], mems[b].delta_bytes,
                        mems[b].method + (" (eager step)" if probe is not step else ""), tuple(times[b]))
             for b in sizes]
