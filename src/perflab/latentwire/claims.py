@@ -134,13 +134,13 @@ def decide_gains(trainers: dict, results: dict, *, cfg: LatentWireParams, device
         v = VARIANTS[key]
         if how != "gain":
             continue
-        if _off(key, cfg, device) or v not in trainers:
+        if v not in trainers:
             out[key] = None
             continue
         scale = results[v].samples_per_step / results["baseline"].samples_per_step
         try:
-            out[key] = decide_speedup(base.step, trainers[v].step, scale=scale, **CLAIMS[key].rule,
-                                      max_run_time=cfg.verdict_time, device=device)
+            out[key] = CLAIMS[key].decide(decide_speedup, base.step, trainers[v].step, scale=scale, cfg=cfg,
+                                          device=device)
         finally:
             trainers[v].pause()
     return out
@@ -157,8 +157,8 @@ def decide_parts(cfg: LatentWireParams, examples, *, device, base, seq: int, swe
 
     rounds = dict(max_run_time=cfg.verdict_time, device=device)
     fns = attention_fns(cfg, batch=cfg.ablation_batch, seq=seq, device=device)
-    out = {"flash_attention": None if _off("flash_attention", cfg, device) else
-           decide_speedup(fns["manual"], fns["sdpa"], **CLAIMS["flash_attention"].rule, **rounds)}
+    out = {"flash_attention": CLAIMS["flash_attention"].decide(decide_speedup, fns["manual"], fns["sdpa"], cfg=cfg,
+                                                               device=device)}
     data = data_fns(cfg, examples, device)
     per_sample = base.measurement.median / base.samples_per_step  # seconds of the baseline's step per sample
     out["dataloader"] = decide_time(data["on_the_fly"], scale=1 / per_sample, **CLAIMS["dataloader"].rule,

@@ -208,12 +208,11 @@ def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[st
     claims whose setup is this run's (`decide_speedup` of the whole LM iteration) and the distance from `floor`
     (`study.decide_floor`). `pair`: {"baseline": Variant, "optimized": Variant} as the sweep's.
     -> {key: Decision}"""
-    dt = getattr(device, "type", device)
     out = {}
     for c in SPEED_CLAIMS:
-        if not c.off_setup(cfg, dt):
-            out[c.key] = study.decide_iteration_speedup(x, y, pair, c.rule, device=device,
-                                                        max_run_time=cfg.verdict_time)
+        d = c.decide(study.decide_iteration_speedup, x, y, pair, cfg=cfg, device=device)
+        if d is not None:
+            out[c.key] = d
     out[FLOOR_CLAIM.key] = study.decide_floor(x, y, pair["optimized"].knobs, floor, FLOOR_CLAIM.rule, device=device,
                                               max_run_time=cfg.verdict_time)
     return out

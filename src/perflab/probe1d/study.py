@@ -302,9 +302,10 @@ def above_floor(m, floor: dict) -> dict:
 
 # ---- notebook 02: the timed claims, decided in paired rounds ----------------------------------------------
 
-def decide_iteration_speedup(x, y, pair: dict[str, Variant], rule: dict, *, device, max_run_time: float):
+def decide_iteration_speedup(x, y, pair: dict[str, Variant], *, device, max_run_time: float, **rule):
     """The baseline's LM iteration against the optimized one (`pair`: {"baseline": Variant, "optimized": Variant},
-    as the sweep's) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds).
+    as the sweep's) in paired rounds, `perflab.kit.verdicts.decide_speedup` against `rule` (a claim's thresholds:
+    `claim.decide(decide_iteration_speedup, x, y, pair, cfg=cfg, device=device)` passes them).
     Like against like: the whole iteration on both sides, or, where the baseline's knobs set `baseline_slabs` k > 0
     (a GPU preset's seed shapes: a whole baseline iteration is minutes), the first k slabs' classes on both sides (a
     part timed and scaled up would be an estimate, not a measurement). Both warm (the optimized plan built, its graphs

@@ -124,7 +124,6 @@ def decide_timed(impls: dict, batches, *, cfg: VAEParams, progress_file, capture
     seed across its calls; `captured`: the captured step already compiled (and on CUDA recorded), reused as is.
     Wall time, whatever clock the study's tables use: the verdicts' budget is wall time, and on a CPU another
     process's turns on the core are taken out of each block (`perflab.kit.rounds.Stopwatch`)."""
-    device_type = getattr(device, "type", str(device))
     trainers = {}
 
     def epoch(name):
@@ -134,15 +133,13 @@ def decide_timed(impls: dict, batches, *, cfg: VAEParams, progress_file, capture
         tr = trainers[name]
         return lambda: tr.epoch(batches, progress=True, progress_file=progress_file)
 
-    rounds = dict(max_run_time=cfg.verdict_time, device=device)
     out: dict[str, Decision | None] = {}
-    for key, (before, after) in SAVINGS.items():
-        off = CLAIMS[key].off_setup(cfg, device_type)   # a GPU claim on a CPU run: not timed (its table still is)
-        out[key] = None if off else decide_saving(epoch(before), epoch(after), per=cfg.epoch_batches / len(batches),
-                                                  **CLAIMS[key].rule, **rounds)
+    for key, (before, after) in SAVINGS.items():   # a GPU claim on a CPU run: not timed (its table still is)
+        out[key] = CLAIMS[key].decide(lambda b, a, **kw: decide_saving(epoch(b), epoch(a), **kw), before, after,
+                                      per=cfg.epoch_batches / len(batches), cfg=cfg, device=device)
     for key, name in SPEEDUPS.items():
-        off = CLAIMS[key].off_setup(cfg, device_type)
-        out[key] = None if off else decide_speedup(epoch("baseline"), epoch(name), **CLAIMS[key].rule, **rounds)
+        out[key] = CLAIMS[key].decide(lambda n, **kw: decide_speedup(epoch("baseline"), epoch(n), **kw), name,
+                                      cfg=cfg, device=device)
     return out
 
 
@@ -150,10 +147,7 @@ def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, devic
     """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) warmed up, then timed in
     blocks of calls, its mean ms per call (`perflab.kit.verdicts.decide_time`), until the 99% interval settles the
     claim or `cfg.verdict_time` seconds are spent."""
-    device_type = getattr(device, "type", str(device))
-    return {key: None if CLAIMS[key].off_setup(cfg, device_type) else
-            decide_time(fns[name], **CLAIMS[key].rule, scale=1e3, quantity="ms per call",
-                        max_run_time=cfg.verdict_time, device=device)
+    return {key: CLAIMS[key].decide(decide_time, fns[name], scale=1e3, quantity="ms per call", cfg=cfg, device=device)
             for key, name in REMAPS.items()}
 
 

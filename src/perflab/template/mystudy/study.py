@@ -87,13 +87,12 @@ def evidence(run, data, counts: dict[str, dict]) -> dict[str, tuple]:
     fewer = b / o if o else math.inf
     found = {SYNCS.key: (Measured.exact(fewer),
                          f"{b:g} -> {o:g} host syncs per iteration at k={cfg.k}: {fewer:.3g}x fewer")}
-    off = SPEED.off_setup(cfg, device.type)
-    if off:  # no time spent on a verdict about another setup: the benchmark above still shows this one
+    base, opt = (_call(IMPLS[name], data, cfg.iters) for name in ("baseline", "optimized"))
+    d = SPEED.decide(decide_speedup, base, opt, cfg=cfg, device=device)  # at most verdict_time s, in its setup only
+    if d is None:  # no time spent on a verdict about another setup: the benchmark above still shows this one
         about = ", ".join(f"{k}={v}" for k, v in SPEED.setup)
         found[SPEED.key] = (None, f"not timed: the claim is about {about}")
-        return found
-    base, opt = (_call(IMPLS[name], data, cfg.iters) for name in ("baseline", "optimized"))
-    d = decide_speedup(base, opt, **SPEED.rule, max_run_time=cfg.verdict_time, device=device)
-    found[SPEED.key] = (d, f"{d.value:.2f}x per call of {cfg.iters} iterations at k={cfg.k}, n={cfg.n} on "
-                           f"{device_kind(device)} ({d.how})")
+    else:
+        found[SPEED.key] = (d, f"{d.value:.2f}x per call of {cfg.iters} iterations at k={cfg.k}, n={cfg.n} on "
+                               f"{device_kind(device)} ({d.how})")
     return found
