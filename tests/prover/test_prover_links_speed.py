@@ -16,7 +16,7 @@ from perflab.prover.core.kg import FIRST_PRED, TRUE, KnowledgeGraph
 from perflab.prover.core.mining import MiningConfig, mine_rules, with_rules
 from perflab.prover.core.policy import make_policy
 from perflab.prover.core.reference import prove_exhaustive
-from perflab.prover.links import floor
+from perflab.prover.links import rule_table
 from perflab.prover.links.embeddings import EmbeddingConfig, train_complex
 from perflab.prover.links.params import LinkConfig
 from perflab.prover.links.search import BeamSearch, ClosingSearch, SparseClosingSearch, successor_log_probs
@@ -140,7 +140,7 @@ def nations():
 @pytest.mark.slow
 def test_the_new_search_on_a_real_graph_subset(nations):
     kg, _, engine, policy = nations
-    side = floor.side_candidates(kg, kg.queries["test"][:6])
+    side = rule_table.side_candidates(kg, kg.queries["test"][:6])
     cands = torch.cat([flat for _, flat in side.values()])
     new = assert_same_search(kg, engine, policy, cands, 16, 2, 512)
     bfs = prove_exhaustive(engine, cands, 2)
@@ -194,10 +194,10 @@ def test_the_rule_table_agrees_with_the_search(seed, capsys):
     cands = torch.tensor([q for q in _all_triples(kg).tolist() if tuple(q) not in facts])
     engine = UnificationEngine(kg, max_derived=4 * len(rules) + 16, max_atoms=4)
     search = ClosingSearch(engine, make_policy(kg, seed=seed), engine.S, 2).score(cands, 4 * engine.S)
-    table, lw = floor.proved_by_table(floor.rule_table(kg, rules), cands)
+    table, lw = rule_table.proved_by_table(rule_table.rule_table(kg, rules), cands)
     chains = torch.tensor([tuple(q) in _one_atom_chains(kg, rules) for q in cands.tolist()])
     assert torch.equal(search.proven, table | chains)
-    agree = floor.agreement(table, search.proven)
+    agree = rule_table.agreement(table, search.proven)
     assert agree["table only"] == 0 and agree["search only"] == int((chains & ~table).sum()) >= 1
     assert 0 < agree["both"] < len(cands)
     assert bool((lw[table] <= 0).all()) and torch.isinf(lw[~table]).all()   # log confidences, -inf unproved
@@ -225,7 +225,7 @@ def test_rule_table_of_a_hand_made_graph():
     rules = [MinedRule(P("r"), ((P("p"), False), (P("q"), False)), 1, 1, 1),     # r(X,Y) :- p(X,Z), q(Z,Y): 1.0
              MinedRule(P("r"), ((P("p"), True),), 1, 1, 2)]                     # r(X,Y) :- p(Y,X): 0.5
     c = torch.stack([kg.atom("r(a,c)"), kg.atom("r(b,a)"), kg.atom("r(a,b)")])
-    proved, lw = floor.proved_by_table(floor.rule_table(kg, rules), c)
+    proved, lw = rule_table.proved_by_table(rule_table.rule_table(kg, rules), c)
     assert proved.tolist() == [True, True, False]
     assert lw[:2].tolist() == pytest.approx([0.0, torch.log(torch.tensor(0.5)).item()])
 

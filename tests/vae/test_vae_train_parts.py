@@ -20,7 +20,7 @@ from perflab.vae import (
     single_changes,
     train_step,
 )
-from perflab.vae.pieces import fisher_ratio_loop
+from perflab.vae.step_ops import fisher_ratio_loop
 from perflab.vae.train import REMAPS, check_batch, step_losses
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)

@@ -5,7 +5,7 @@
     model.py      the mixture VAE (real, or with ComplexLinear layers) and its losses
     reference.py  the oracles: float64 remap, separability and ComplexLinear
     config.py     ModelConfig, TrainConfig, StepConfig (a step's switches) and single_changes()
-    pieces.py     the switches' pieces: the original's (host syncs) and the sync-free ones
+    step_ops.py   the step's operations each switch picks: the original's (host syncs) and the sync-free ones
     train.py      one step and one epoch of any StepConfig (run_epoch)
     baseline.py   train_epoch: the original loop (and its step_config)
     optimized.py  train_epoch: the sync-free loop (and its step_config)
@@ -32,7 +32,7 @@ from .model import (
                      mixture_nll,
 )
 from .params import VAEParams
-from .pieces import (
+from .step_ops import (
     DeviceMetrics,
     Remapped,
     fisher_ratio_loop,

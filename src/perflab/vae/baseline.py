@@ -1,5 +1,5 @@
-"""The baseline version: the original's training loop, reproduced with its host syncs (the pieces are in
-`pieces.py`): labels remapped through the host and a Python dict, a Python loop over classes for the
+"""The baseline version: the original's training loop, reproduced with its host syncs (its operations are in
+`step_ops.py`): labels remapped through the host and a Python dict, a Python loop over classes for the
 separability, four `.cpu().item()` per step for the metrics and a progress postfix every step.
 
     log = train_epoch(model, batches, optimizer=make_optimizer(model))

@@ -12,8 +12,8 @@ from . import baseline, optimized
 from .captured import CapturedStep
 from .config import ModelConfig, TrainConfig
 from .model import ComplexLinear
-from .pieces import fisher_ratio_loop, fisher_ratio_vectorized, remap_host, remap_presence, remap_unique
 from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
+from .step_ops import fisher_ratio_loop, fisher_ratio_vectorized, remap_host, remap_presence, remap_unique
 from .study import IMPLS, fresh, run
 from .train import BadLabelsError, step_losses
 

@@ -1,4 +1,4 @@
-"""The optimized version: the same step with no host sync in it (the pieces are in `pieces.py`): labels ranked
+"""The optimized version: the same step with no host sync in it (its operations are in `step_ops.py`): labels ranked
 by a presence table on the device, the separability by one-hot matmuls, the metrics written to a device buffer
 that the host reads once per `log_every` steps, and the separability's gradient reaching the encoder (`sep_grad`).
 

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from .config import StepConfig, TrainConfig
 from .model import MixtureVAE, kl_standard_normal, mixture_nll
-from .pieces import (
+from .step_ops import (
     DeviceMetrics,
     fisher_ratio_loop,
     fisher_ratio_vectorized,

@@ -9,7 +9,7 @@
     study           the notebook's calls in order; IMPLS names the versions
     search          the beam search: every proof of two steps (BeamSearch: today's, fixed shapes, no host read;
                     ClosingSearch: the last step a membership test; SparseClosingSearch: its CPU form)
-    floor           the floor: 1-N embedding scores and the mined rules' table, proved for all candidates at once
+    rule_table      the floor: 1-N embedding scores and the mined rules' table, proved for all candidates at once
     embeddings      ComplEx with reciprocal relations, trained on the training facts
     combine         the embedding's score plus a proof bonus, fitted on valid
     benchmark_eval  the filtered protocol of Rocktäschel & Riedel 2017, the greedy prover's ranks, the published tables

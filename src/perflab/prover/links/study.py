@@ -11,7 +11,7 @@ IMPLS names the versions, baseline first: how a candidate gets its proof score, 
 (the seed's way) or by the beam search. Both are built (engine, policy, LinkConfig) and called `.score(candidates)`;
 `predict.cost_per_candidate` times them on the same candidates. SEARCHES names the beam search's own versions,
 today's first (issue 33; both kit `Versions`): built (engine, policy, width, depth, compile, backend), called `.score(candidates, batch)`;
-`throughput` times them side by side with the floor (`floor.py`).
+`throughput` times them side by side with the floor (`rule_table.py`).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import torch
 
 from ...kit.env import synchronize
 from ...kit.versions import Versions
-from . import baseline, floor, optimized
+from . import baseline, optimized, rule_table
 from .params import LinkConfig
 from .search import BeamSearch, ClosingSearch, SparseClosingSearch
 
@@ -49,7 +49,7 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
     how many differ from the first version's proofs (the floor: from the first version's, its table's "proved").
     Cost: 1 + repeats passes of every version; today's search runs ~2,000 candidates/s on this CPU (Kinship's whole
     split: ~100 s a pass), so a notebook times a slice of the larger splits (tools/link-throughput.py: --queries)."""
-    sides = floor.side_candidates(kg, queries, cfg.seed)
+    sides = rule_table.side_candidates(kg, queries, cfg.seed)
     dev = engine.device
     flats = {side: flat.to(dev) for side, (_, flat) in sides.items()}
     n = sum(len(f) for f in flats.values())
@@ -68,9 +68,9 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
     extra = {}
     if rules is not None:
         t0 = time.perf_counter()
-        table = floor.rule_table(kg, rules)
+        table = rule_table.rule_table(kg, rules)
         extra["table build s"] = time.perf_counter() - t0
-        fns[FLOOR] = lambda: floor.floor_pass(model, table, queries, sides)
+        fns[FLOOR] = lambda: rule_table.floor_pass(model, table, queries, sides)
     first, proved = {}, {}
     with torch.inference_mode():
         for name, fn in fns.items():
@@ -87,7 +87,7 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
                 secs[name].append(time.perf_counter() - t0)
     ref = proved[next(iter(searches))]
     if rules is not None:
-        proved[FLOOR] = floor.proved_by_table(table, torch.cat(list(flats.values())))[0].cpu()
+        proved[FLOOR] = rule_table.proved_by_table(table, torch.cat(list(flats.values())))[0].cpu()
     rows = []
     for name, s in secs.items():
         rate = n / torch.tensor(s, dtype=torch.float64)

@@ -1,8 +1,8 @@
-"""The per-step pieces a StepConfig's switches pick between: the original's, with their host syncs, and the
+"""The step's operations a StepConfig's switches pick between: the original's, with their host syncs, and the
 sync-free ones of the optimized step (same signatures). The versions that assemble them are `baseline.py`,
 `optimized.py` and `captured.py`; `train.py` runs a step and an epoch of any StepConfig.
 
-The original's pieces, reproduced with their host syncs (each one commented):
+The original's operations, reproduced with their host syncs (each one commented):
 - `remap_host`: labels -> 0..n-1 through the CPU and a Python dict (the seed's "before").
 - `remap_unique`: the seed's "GPU-side" replacement: torch.unique plus a loop of masked writes.
   It still syncs: unique's output size depends on the data, and so does each boolean-mask write.
@@ -11,7 +11,7 @@ The original's pieces, reproduced with their host syncs (each one commented):
 
 All remaps share one signature: remap(y [B] int64, num_labels) -> Remapped(labels, n_classes, n_bad).
 
-The sync-free pieces, no host sync anywhere:
+The sync-free operations, no host sync anywhere:
 - `remap_presence`: a presence table over the declared label range and a cumulative sum give each
   label its rank among the labels present: no torch.unique, no data-dependent shape.
 - `fisher_ratio_vectorized`: class sums and counts by one-hot matmuls over the declared range.
@@ -102,7 +102,7 @@ def host_metrics(values: dict[str, torch.Tensor]) -> dict[str, float]:
     return {k: float(v.detach().cpu().item()) for k, v in values.items()}
 
 
-# ---- the sync-free pieces ------------------------------------------------------------------------------------
+# ---- the sync-free operations ----------------------------------------------------------------------------------
 
 
 def remap_presence(y: torch.Tensor, num_labels: int, *, check: bool = False) -> Remapped:
