@@ -44,14 +44,16 @@ MODULES = {
     "latentwire.optimized": ("src/perflab/latentwire/optimized.py", ["tests/latentwire/test_latentwire_trainers.py",
                                                                      "tests/latentwire/test_latentwire_losses.py",
                                                                      "tests/latentwire/test_latentwire_timing.py"]),
-    "latentwire.checks": ("src/perflab/latentwire/checks.py", ["tests/latentwire"]),
+    "latentwire.checks": ("src/perflab/latentwire/checks.py", ["tests/latentwire/test_latentwire_checks_fail.py",
+                                                               "tests/kit/test_host_transfers.py"]),
     # the warning's frame: mutmut's trampolines (another package) stand between the user's line and fit
     "probe1d.optimized": ("src/perflab/probe1d/optimized.py", ["tests/probe1d/test_probe1d_fits_vs_reference.py",
                                                                "tests/probe1d/test_probe1d_kernels.py",
                                                                "tests/probe1d/test_probe1d_syncs.py", "--deselect",
                                                                "tests/probe1d/test_probe1d_fits_vs_reference.py::"
                                                                "test_the_fallback_warning_names_the_users_line_that_called_fit"]),
-    "probe1d.checks": ("src/perflab/probe1d/checks.py", ["tests/probe1d"]),
+    "probe1d.checks": ("src/perflab/probe1d/checks.py", ["tests/probe1d/test_probe1d_checks_fail.py",
+                                                         "tests/probe1d/test_probe1d_claims.py"]),
     "vae.optimized": ("src/perflab/vae/optimized.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_captured.py"]),
     # vae/optimized.py is a wrapper: its step and epoch are train.py's run_epoch under the optimized StepConfig
     # torch.compile(fullgraph=True) cannot trace mutmut's trampolines (dynamo's Unsupported): the tests that capture
@@ -59,25 +61,31 @@ MODULES = {
     # run in make test, not here
     "vae.train": ("src/perflab/vae/train.py", ["tests/vae/test_vae_train.py", "tests/vae/test_vae_train_parts.py", "--deselect",
                                                "tests/vae/test_vae_train.py::test_dynamo_captures_the_optimized_losses_in_one_graph"]),
-    "vae.checks": ("src/perflab/vae/checks.py", ["tests/vae"]),
+    "vae.checks": ("src/perflab/vae/checks.py", ["tests/vae/test_vae_checks_fail.py", "tests/vae/test_vae_captured.py"]),
     # 04's optimized version is core.rollout.recycle (early_exit/optimized.py calls it); the other loops live beside it
     "prover.core.rollout": ("src/perflab/prover/core/rollout.py", ["tests/prover/test_prover_early_exit.py",
                                                                    "tests/prover/test_prover_rollout_schedules.py",
                                                                    "tests/prover/test_prover_core_engine.py"]),
-    "prover.early_exit.checks": ("src/perflab/prover/early_exit/checks.py", ["tests/prover"]),
+    # the studies' checks: the tests that call them (all of tests/prover made every mutant's stats run slow)
+    "prover.early_exit.checks": ("src/perflab/prover/early_exit/checks.py", ["tests/prover/test_prover_early_exit.py",
+                                                                             "tests/prover/test_prover_early_exit_claims.py",
+                                                                             "tests/prover/test_early_exit_checks_fail.py"]),
     # 03's greedy loop: its own tests and the links baseline's (which scores through it); all of tests/prover made
     # every mutant's stats run slow and ran nothing more of it. The warning's frame: as probe1d's, mutmut's
     # trampoline stands between the caller and the loop
     "prover.evaluation.optimized": ("src/perflab/prover/evaluation/optimized.py", [
         "tests/prover/test_prover_eval.py", "tests/prover/test_prover_links.py", "tests/prover/test_evaluation_oom_retry.py",
         "--deselect", "tests/prover/test_evaluation_oom_retry.py::test_the_retry_warning_names_the_line_that_called_score_candidates"]),
-    "prover.evaluation.checks": ("src/perflab/prover/evaluation/checks.py", ["tests/prover"]),
+    "prover.evaluation.checks": ("src/perflab/prover/evaluation/checks.py", ["tests/prover/test_evaluation_checks_fail.py",
+                                                                             "tests/kit/test_host_transfers.py"]),
     # 03's Prover: built by predict.py's evaluate_link_prediction (the fit and graph tests) and the search tests
     "prover.links.optimized": ("src/perflab/prover/links/optimized.py", ["tests/prover/test_prover_links_fit.py",
                                                                          "tests/prover/test_prover_graphs_param.py",
                                                                          "tests/prover/test_prover_links_speed.py",
                                                                          "tests/prover/test_link_prover_search_choice.py"]),
-    "prover.links.checks": ("src/perflab/prover/links/checks.py", ["tests/prover"]),
+    "prover.links.checks": ("src/perflab/prover/links/checks.py", ["tests/prover/test_prover_links.py",
+                                                                   "tests/prover/test_prover_links_fit.py",
+                                                                   "tests/prover/test_link_checks_fail.py"]),
 }
 
 
