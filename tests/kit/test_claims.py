@@ -141,7 +141,7 @@ def test_the_figure_reads_without_the_table_one_panel_per_claim_in_its_units(tmp
                Claim("gpu", "a GPU claim", "x", at_least=2.0, setup={"device": "cuda"}))
     rows = c.judge({"speed": (Measured(14.5, 13.6, 16.1), "14.5x"), "share": (Measured(0.03, 0.02, 0.04), "3%"),
                     "gpu": (None, "")}, device="cpu")
-    rows[0].update(how="mean of 40 paired rounds of 1 and 14 calls, typical 14.2", typical=14.2)
+    rows[0] = dataclasses.replace(rows[0], how="mean of 40 paired rounds of 1 and 14 calls, typical 14.2", typical=14.2)
     fig = claims_figure(rows, title="s")
     assert len(fig.axes) == 3
     text = _texts(fig)
@@ -194,7 +194,7 @@ def test_the_log_holds_what_each_row_says_and_the_printout_its_source(tmp_path, 
     c = Claims(Claim("speed", "2x faster", ">= 2x", at_least=2.0, source="seed 002"),
                Claim("mem", "half the memory", "<= 0.5", at_most=0.5), headline="mem")
     rows = c.judge({"speed": (Measured(2.5, 2.2, 2.8), "2.5x"), "mem": (Measured.exact(0.4), "0.4 of it")})
-    rows[1]["note"] = ""                                     # an empty field is not logged
+    assert rows[1].note == "" and "note" not in rows[1]      # an empty field is not logged
     log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
     c.log(types.SimpleNamespace(log=log), rows)              # a run: its .log
     speed, mem = log.rows(kind="claim")
@@ -299,12 +299,39 @@ def test_numbers_read_with_three_figures_and_commas_from_a_thousand():
         "-inf", "inf", "999", "1,000", "23,457", "0.0123", "1e+15"]
 
 
-def test_read_row_drops_an_incomplete_interval_whole_and_keeps_the_rule():
-    from perflab.kit.claims import read_row
+def test_a_logged_row_reads_back_dropping_an_incomplete_interval_whole_and_keeping_the_rule():
+    from perflab.kit.claims import ClaimRow
 
-    assert read_row({"claim": "a", "value": 2.0, "low": "-inf", "at_least": 1.5, "partly": None}) == {
-        "claim": "a", "at_least": 1.5}
-    assert read_row({"value": 2.0, "low": "-inf", "high": "inf"}) == {"value": 2.0, "low": -math.inf, "high": math.inf}
+    row = ClaimRow.from_log({"claim": "a", "value": 2.0, "low": "-inf", "at_least": 1.5, "partly": None, "kind": "claim"})
+    assert dict(row) == {"key": "a", "claim": "a", "at_least": 1.5}      # the log's own fields (kind) are not the row's
+    row = ClaimRow.from_log({"claim": "b", "value": 2.0, "low": "-inf", "high": "inf", "rounds": 3, "setup": {"k": 4}})
+    assert (row.value, row.low, row.high, row.rounds, row.setup) == (2.0, -math.inf, math.inf, 3, {"k": 4})
+    # a row from before the claim kept its key and `claimed` (outputs/h100/1a70d9c): its text is its key, seed its claim
+    old = ClaimRow.from_log({"claim": "2x faster", "seed": ">= 2x", "measured": "2.5x", "verdict": "holds"})
+    assert (old.key, old.claimed, old["verdict"]) == ("2x faster", ">= 2x", "holds")
+
+
+def test_a_row_records_the_setup_as_it_ran_and_round_trips_through_the_log(tmp_path):
+    """The row's setup is what ran: the run's parameters, or the value a measurement gives for its own setup key
+    (a search that ran at 2,048 rows while the notebook's batch said 512); the log holds it and reads it back."""
+    import types
+
+    from perflab.kit.claims import ClaimRow
+
+    c = Claims(Claim("fast", "fast at batch 2048", ">= 2x", at_least=2.0, setup={"batch": 2048}),
+               Claim("gpu", "on a GPU", ">= 2x", at_least=2.0, setup={"device": "cuda"}))
+    cfg = types.SimpleNamespace(batch=512)
+    rows = c.judge({"fast": (Measured(3.0, 2.5, 3.5), "3x", {"batch": 2048}), "gpu": (None, "-")}, cfg=cfg, device="cpu")
+    assert rows[0].setup == {"batch": 2048} and rows[0].verdict == "holds"
+    assert rows[1].setup == {"device": "cpu"} and rows[1].why == "measured on cpu"
+    off = c.judge({"fast": (Measured(3.0, 2.5, 3.5), "3x"), "gpu": (None, "-")}, cfg=cfg, device="cpu")[0]
+    assert (off.verdict, off.why, off.setup) == ("not tested here", "measured at batch=512", {"batch": 512})
+    with pytest.raises(ClaimError, match=r"claim 'fast': measured at \['k'\], which is not in its setup \(batch\)"):
+        c.judge({"fast": (None, "-", {"k": 1}), "gpu": (None, "-")}, cfg=cfg, device="cpu")
+    log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
+    c.log(log, rows)
+    back = [ClaimRow.from_log(r) for r in log.rows(kind="claim")]
+    assert back == rows
 
 
 @pytest.mark.parametrize("make, message", [
@@ -339,8 +366,10 @@ def test_a_claims_optional_fields_default_to_empty_and_the_claims_iterate_in_ord
     ({"a": (None, ""), "b": (None, ""), "c": (None, ""), "x": (None, "")}, "^measured for no claim: x; the claims: a, b, c$"),
     ({"a": (None, "")}, r"^claims not measured: b, c \(give None for one not measured here\); the claims: a, b, c$"),
     ({"a": [None, ""], "b": (None, ""), "c": (None, "")},
-     r"^claim 'a': give \(measurement or None, sentence\), got \[None, ''\]$"),
-    ({"a": (None, 5), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give \(measurement or None, sentence\), got"),
+     r"^claim 'a': give \(measurement or None, sentence\) or \(\.\.\., sentence, \{setup key: value it ran at\}\), got "
+     r"\[None, ''\]$"),
+    ({"a": (None, 5), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give \(measurement or None, sentence\) or"),
+    ({"a": (None, "", 3), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give \(measurement or None, sentence\) or"),
     ({"a": (2.0, ""), "b": (None, ""), "c": (None, "")},
      "^claim 'a': a measurement is a Measured or a Decision, got float$"),
 ])
@@ -479,7 +508,7 @@ def test_the_log_scale_boundaries_and_wrap():
     assert _wrap("a b c", 1) == "a\nb\nc" and _wrap("", 5) == ""
 
 
-def test_a_row_not_tested_prints_no_judged_line_and_a_keyless_row_reads_as_a_question_mark(tmp_path, capsys):
+def test_a_row_not_tested_prints_no_judged_line_and_a_keyless_row_goes_by_its_text(tmp_path, capsys):
     from perflab.kit.claims import log_rows
 
     log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
@@ -487,7 +516,7 @@ def test_a_row_not_tested_prints_no_judged_line_and_a_keyless_row_reads_as_a_que
              "why": "measured on cpu"}]
     log_rows(log, rows)
     assert capsys.readouterr().out == "[not tested here (measured on cpu)] on a GPU\n    claimed: 10x\n    here: not run\n"
-    with pytest.raises(ClaimError, match=r"^headline 'x' is not among the rows: \?$"):
+    with pytest.raises(ClaimError, match=r"^headline 'x' is not among the rows: on a GPU$"):
         log_rows(log, rows, headline="x")
 
 

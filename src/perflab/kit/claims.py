@@ -122,6 +122,100 @@ class Claim:
         return "fixed" if self.fixed and v == "holds" else v
 
 
+_NUMBER_FIELDS = ("at_least", "at_most", "partly", "value", "low", "high", "confidence", "seconds", "typical",
+                  "typical_low", "typical_high")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimRow(Mapping):
+    """One judged claim: what `Claims.judge` makes, the results log holds (`to_log`, `from_log`), and the report, compare,
+    the claims figure and a sweep's figure read. Its text (`key`, `claim`, `claimed`, `measured`), `verdict` and `why`,
+    the rule it was judged against, the measured interval (`value`, `low`, `high`: None when nothing was measured)
+    and how the decision was made, and `setup`: the claim's setup keys as this run ran them ({"batch": 2048,
+    "device": "cpu"}: what ran, not what the notebook's parameters said). Read as a mapping too (`row["verdict"]`,
+    `row.get("how")`): a field that is unset (None or "") is absent."""
+    key: str
+    claim: str
+    claimed: str
+    measured: str
+    verdict: str
+    rule: str = ""
+    at_least: float | None = None
+    at_most: float | None = None
+    partly: float | None = None
+    source: str = ""
+    why: str = ""
+    why_not: str = ""
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    confidence: float | None = None
+    rounds: int | None = None
+    seconds: float | None = None
+    quantity: str = ""
+    how: str = ""
+    calls: str = ""
+    typical: float | None = None
+    typical_low: float | None = None
+    typical_high: float | None = None
+    note: str = ""
+    variant: str = ""
+    setup: Mapping = dataclasses.field(default_factory=dict)
+
+    def __getitem__(self, k: str):
+        v = getattr(self, k, None) if k in _ROW_FIELDS else None
+        if v is None or v == "" or (k == "setup" and not v):
+            raise KeyError(k)
+        return v
+
+    def __iter__(self):
+        return (k for k in _ROW_FIELDS if k in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, k) -> bool:
+        try:
+            self[k]
+        except KeyError:
+            return False
+        return True
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.verdict, self.measured))
+
+    def to_log(self) -> dict:
+        """The fields the results log keeps (`ResultsLog.claim`'s), set ones only."""
+        return {k: (dict(v) if k == "setup" else v) for k, v in self.items()}
+
+    @classmethod
+    def from_log(cls, row: Mapping) -> ClaimRow:
+        """A claim row as the results log holds it, read back: numbers as floats (a non-finite one the log wrote as
+        'inf'), an interval missing a part dropped whole; rows written before the claim kept its key or `claimed`
+        (the H100 run of 1a70d9c, outputs/examples) read the claim's text as its key and `seed` as `claimed`."""
+        got = {k: row[k] for k in _ROW_FIELDS if k in row and row[k] is not None}
+        got.setdefault("claim", "")
+        got.setdefault("key", got["claim"])
+        got.setdefault("claimed", row.get("seed", ""))
+        got.setdefault("measured", "")
+        got.setdefault("verdict", "")
+        for k in _NUMBER_FIELDS:
+            if k in got:
+                got[k] = _number(got[k])
+        if any(got.get(k) is None for k in ("value", "low", "high")):
+            for k in ("value", "low", "high"):
+                got.pop(k, None)
+        if not isinstance(got.get("rounds"), int) or isinstance(got.get("rounds"), bool):
+            got.pop("rounds", None)
+        if not isinstance(got.get("setup", {}), Mapping):
+            got.pop("setup")
+        got = {k: v for k, v in got.items() if v is not None}
+        return cls(**got)
+
+
+_ROW_FIELDS = tuple(f.name for f in dataclasses.fields(ClaimRow))
+
+
 class Claims:
     """A study's claims, checked together when built: unique keys, the headline among them, every setup key a
     parameter of `params` (the study's parameters dataclass) or "device", with a value of its type."""
@@ -174,10 +268,11 @@ class Claims:
                 return c
         raise ClaimError(f"no claim {key!r}; the claims: {', '.join(self.keys)}")
 
-    def judge(self, found: Mapping[str, tuple], *, cfg: Any = None, device: Any = None) -> list[dict]:
-        """One row per claim from `found` = {key: (Measured, Decision or None, the sentence of what was measured)};
-        every claim needs an entry (None: nothing measured here). `cfg`: the run's parameters, `device`: its device
-        (or device type), for the claims' setups."""
+    def judge(self, found: Mapping[str, tuple], *, cfg: Any = None, device: Any = None) -> list[ClaimRow]:
+        """One row per claim from `found` = {key: (Measured, Decision or None, the sentence of what was measured)},
+        or (..., sentence, at) where the measurement ran at other values of the claim's setup keys than the run's
+        parameters say (`at`: {"batch": 2048}); every claim needs an entry (None: nothing measured here). `cfg`: the
+        run's parameters, `device`: its device (or device type), for the claims' setups."""
         unknown = sorted(set(found) - set(self.keys))
         missing = [k for k in self.keys if k not in found]
         if unknown or missing:
@@ -196,9 +291,15 @@ class Claims:
 
     @staticmethod
     def _entry(c: Claim, entry) -> tuple:
-        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], str)):
-            raise ClaimError(f"claim {c.key!r}: give (measurement or None, sentence), got {entry!r}")
-        m, sentence = entry
+        if not (isinstance(entry, tuple) and len(entry) in (2, 3) and isinstance(entry[1], str)
+                and (len(entry) == 2 or isinstance(entry[2], Mapping))):
+            raise ClaimError(f"claim {c.key!r}: give (measurement or None, sentence) or (..., sentence, "
+                             f"{{setup key: value it ran at}}), got {entry!r}")
+        m, sentence, at = (*entry, {}) if len(entry) == 2 else entry
+        keys = {k for k, _ in c.setup}
+        if set(at) - keys:
+            raise ClaimError(f"claim {c.key!r}: measured at {sorted(set(at) - keys)}, which is not in its setup "
+                             f"({', '.join(sorted(keys)) or 'none'})")
         if m is not None and not isinstance(m, (Measured, Decision)):
             raise ClaimError(f"claim {c.key!r}: a measurement is a Measured or a Decision, got {type(m).__name__}")
         if isinstance(m, Decision):
@@ -206,13 +307,16 @@ class Claims:
             if made != c.rule:
                 raise ClaimError(f"claim {c.key!r} is {c.rule} but its decision was made against {made}: "
                                  f"decide with **CLAIMS[{c.key!r}].rule")
-        return m, sentence
+        return m, sentence, at
 
     @staticmethod
-    def _row(c: Claim, m, sentence: str, cfg, device_type: str) -> dict:
-        off = c.off_setup(cfg, device_type)
+    def _row(c: Claim, m, sentence: str, at: Mapping, cfg, device_type: str) -> ClaimRow:
+        ran = _AsRan(cfg, {k: v for k, v in at.items() if k != "device"})
+        device_type = at.get("device", device_type)
+        off = c.off_setup(ran, device_type)
+        setup = {k: device_type if k == "device" else getattr(ran, k, None) for k, _ in c.setup}
         row = {"key": c.key, "claim": c.text, "claimed": c.claimed, "measured": sentence,
-               "verdict": c.verdict(m, cfg, device_type), "rule": c.rule_text, **c.rule}
+               "verdict": c.verdict(m, ran, device_type), "rule": c.rule_text, **c.rule, "setup": setup}
         if c.source:
             row["source"] = c.source
         if row["verdict"] == "not tested here":
@@ -230,12 +334,26 @@ class Claims:
                 row.update(typical=m.typical, typical_low=m.typical_low, typical_high=m.typical_high)
             if m.note:
                 row["note"] = m.note
-        return row
+        return ClaimRow(**row)
 
     def log(self, run, rows: list[dict], *, headline: str | None = None) -> None:
         """Log each row (`run.log.claim`), print it, and make the headline claim (`headline`, else the one given
         when the claims were built) the study's one-line finding in `perflab report`."""
         log_rows(getattr(run, "log", run), rows, headline=headline or self.headline)
+
+
+class _AsRan:
+    """The run's parameters with some replaced by what a measurement really ran at (`Claims.judge`'s `at`)."""
+
+    def __init__(self, cfg: Any, at: Mapping):
+        self._cfg, self._at = cfg, at
+
+    def __getattr__(self, k: str):
+        if k in self._at:
+            return self._at[k]
+        if self._cfg is None:
+            raise AttributeError(k)
+        return getattr(self._cfg, k)
 
 
 def _number(x) -> float | None:
@@ -253,15 +371,9 @@ def _number(x) -> float | None:
 NUMBERS = ("value", "low", "high", "at_least", "at_most", "partly")
 
 
-def read_row(row: Mapping) -> dict:
-    """A claim row as the results log holds it, its numbers read back: a non-finite bound the log wrote as a string
-    ('-inf') as a float; an interval missing a part (a row logged before this kit) dropped whole."""
-    out = {k: v for k, v in row.items() if k not in NUMBERS}
-    out.update({k: x for k in NUMBERS if (x := _number(row.get(k))) is not None})
-    if any(k not in out for k in NUMBERS[:3]):
-        for k in NUMBERS[:3]:
-            out.pop(k, None)
-    return out
+def as_row(row: Mapping) -> ClaimRow:
+    """`row` as a ClaimRow: one `Claims.judge` made, or one the results log holds (`ClaimRow.from_log`)."""
+    return row if isinstance(row, ClaimRow) else ClaimRow.from_log(row)
 
 
 def verdict_text(row: Mapping) -> str:
@@ -279,7 +391,7 @@ def _num(x: float) -> str:
 def judged_text(row: Mapping) -> str:
     """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval; mean of 40 paired rounds of
     3 and 8 calls (blocks of 5 ms), typical 2.45; 0.61 s)'."""
-    row = read_row(row)
+    row = as_row(row)
     if "value" not in row or "rule" not in row:
         return ""
     span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
@@ -290,17 +402,14 @@ def judged_text(row: Mapping) -> str:
     return f"{_num(row['value'])}{span} against {row['rule']}{how}"
 
 
-_LOGGED = ("key", "source", "rule", "value", "low", "high", "at_least", "at_most", "partly", "why", "why_not",
-           "confidence", "rounds", "seconds", "quantity", "note", "variant", "how", "calls", "typical", "typical_low",
-           "typical_high")
-
-
-def log_rows(log, rows: list[dict], *, headline: str | None = None) -> None:
-    """Log and print claim rows as `Claims.judge` makes them (`log`: a `perflab.kit.results.ResultsLog`); the row whose
-    key is `headline` leads the report."""
+def log_rows(log, rows: list[ClaimRow], *, headline: str | None = None) -> None:
+    """Log and print claim rows as `Claims.judge` makes them (`log`: a `perflab.kit.results.ResultsLog`; each row as
+    `ClaimRow.to_log` writes it); the row whose key is `headline` leads the report."""
+    rows = [as_row(r) for r in rows]
     for r in rows:
-        extra = {k: r[k] for k in _LOGGED if isinstance(r.get(k), (str, int, float)) and r[k] != ""}
-        log.claim(r["claim"], claimed=r["claimed"], measured=r["measured"], verdict=r["verdict"], **extra)
+        fields = r.to_log()
+        log.claim(fields.pop("claim"), claimed=fields.pop("claimed"), measured=fields.pop("measured"),
+                  verdict=fields.pop("verdict"), **fields)
         where = f" ({r['source']})" if r.get("source") else ""
         judged = judged_text(r) if r["verdict"] != "not tested here" else ""
         print(f"[{verdict_text(r)}] {r['claim']}{where}\n    claimed: {r['claimed']}\n    here: {r['measured']}"
@@ -376,10 +485,11 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
     same claims in one panel (rows as `Claims.judge` makes them or as the results log holds them). -> Figure."""
     import matplotlib.pyplot as plt
 
-    if not isinstance(runs, Mapping):
+    if not isinstance(runs, Mapping) or isinstance(runs, ClaimRow):
         runs = {"": runs}
-    keys = list(dict.fromkeys(r.get("key") or r["claim"] for rows in runs.values() for r in rows))
-    text = {r.get("key") or r["claim"]: r["claim"] for rows in runs.values() for r in rows}
+    runs = {label: [as_row(r) for r in rows] for label, rows in runs.items()}
+    keys = list(dict.fromkeys(r.key for rows in runs.values() for r in rows))
+    text = {r.key: r.claim for rows in runs.values() for r in rows}
     per = 0.75 + 0.3 * len(runs)
     fig, axes = plt.subplots(len(keys), 1, figsize=(11, 0.6 + per * len(keys)), squeeze=False)
     for ax, key in zip(axes[:, 0], keys):
@@ -390,18 +500,16 @@ def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = "
     return fig
 
 
-def _panel(ax, key: str, claim: str, runs: Mapping[str, list[dict]]) -> None:
+def _panel(ax, key: str, claim: str, runs: Mapping[str, list[ClaimRow]]) -> None:
     """One claim's panel (`claims_figure`)."""
     ax.set_title(_wrap(claim, 150), fontsize=8, loc="left")
     ax.set_yticks([])
     lines, drawn, seen = [], [], []
     for j, (label, rows) in enumerate(runs.items()):
-        row = next((r for r in rows if (r.get("key") or r["claim"]) == key), None)
+        row = next((r for r in rows if r.key == key), None)
         if row is None:
             continue
-        nums = {k: read_row(row).get(k) for k in (*NUMBERS, "typical")}
-        if isinstance(nums["typical"], str):
-            nums["typical"] = None
+        nums = {k: getattr(row, k) for k in (*NUMBERS, "typical")}
         lines.append(_label(row, nums, label))
         thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
         if row["verdict"] != "not tested here" and thr is not None and nums["value"] is not None:

@@ -39,7 +39,7 @@ def load(path: str | Path) -> list[dict]:
 class ClaimSet(NamedTuple):
     """One side's claims of one study: the execution that judged them, and whether a later one judged none."""
     run_id: str | None
-    rows: list[dict]
+    rows: list  # ClaimRows
     earlier: bool
 
 
@@ -48,7 +48,10 @@ def load_claims(path: str | Path) -> dict[str, ClaimSet]:
     that failed before its claims cell does not hide the verdicts before it: `earlier` says so)."""
     rows = load_rows(path)
     last = {key[:2]: key[2] for key in executions(rows)}
-    return {study + (f" ({point})" if point else ""): ClaimSet(rid, [r for r in rs if r["kind"] == "claim"],
+    from ..kit.claims import ClaimRow
+
+    return {study + (f" ({point})" if point else ""): ClaimSet(rid, [ClaimRow.from_log(r) for r in rs
+                                                                    if r["kind"] == "claim"],
                                                               rid != last[(study, point)])
             for (study, point), (rid, rs) in latest_judged(rows).items()}
 
@@ -133,23 +136,24 @@ def _split_params(keys: list[tuple]) -> tuple[dict, list[str]]:
 
 
 def _keyed(a: dict[str, ClaimSet], b: dict[str, ClaimSet]) -> tuple[dict, dict]:
-    """A and B with every claim row keyed: a row logged without a key (before `perflab.kit.claims`) takes the key of a
-    row with the same claim text on either side, else its text, so the two sides' rows of one claim pair up."""
-    by_text = {r["claim"]: r["key"] for sets in (a, b) for cs in sets.values() for r in cs.rows if r.get("key")}
+    """A and B with every claim row keyed: a row logged without a key (before `perflab.kit.claims`: its key is its
+    text, `ClaimRow.from_log`) takes the key of a row with the same claim text on either side (the H100 run of
+    1a70d9c against today's), so the two sides' rows of one claim pair up."""
+    import dataclasses
+
+    by_text = {r.claim: r.key for sets in (a, b) for cs in sets.values() for r in cs.rows if r.key != r.claim}
 
     def keyed(sets):
-        return {s: cs._replace(rows=[{**r, "key": r.get("key") or by_text.get(r["claim"]) or r["claim"]}
-                                     for r in cs.rows]) for s, cs in sets.items()}
+        return {s: cs._replace(rows=[dataclasses.replace(r, key=by_text.get(r.claim, r.key)) if r.key == r.claim
+                                     else r for r in cs.rows]) for s, cs in sets.items()}
     return keyed(a), keyed(b)
 
 
-def _claim_cell(r: dict | None) -> str:
-    from ..kit.claims import read_row
+def _claim_cell(r) -> str:
     from .report_claims import judged_cell, verdict_cell
 
     if r is None:
         return "-"
-    r = read_row(r)
     judged = judged_cell(r)
     return verdict_cell(r) + (f": {judged}" if judged else "")
 
@@ -166,13 +170,13 @@ def claims_markdown(a: dict[str, ClaimSet], b: dict[str, ClaimSet], figures: dic
     lines: list[str] = []
     a, b = _keyed(a, b)
     for study in sorted(set(a) | set(b)):
-        ra = {r["key"]: r for r in (a[study].rows if study in a else [])}
-        rb = {r["key"]: r for r in (b[study].rows if study in b else [])}
+        ra = {r.key: r for r in (a[study].rows if study in a else [])}
+        rb = {r.key: r for r in (b[study].rows if study in b else [])}
         lines += [f"## {study}: claims", "", f"{_run_note('A', a.get(study))}; {_run_note('B', b.get(study))}", "",
                   "| claim | claimed | A | B |", "|---|---|---|---|"]
         for k in dict.fromkeys([*ra, *rb]):
             r = ra.get(k) or rb[k]
-            cells = [r["claim"], r.get("claimed", r.get("seed", "")), _claim_cell(ra.get(k)), _claim_cell(rb.get(k))]
+            cells = [r.claim, r.claimed, _claim_cell(ra.get(k)), _claim_cell(rb.get(k))]
             lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
         if figures and study in figures:
             lines += ["", f"![claims of {study}: A and B]({figures[study]})"]

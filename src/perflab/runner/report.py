@@ -128,20 +128,20 @@ def _runs_table(execs: dict[tuple, list[dict]], out_dir: Path) -> str:
 # ---- claims: the table, and the figure beside it -------------------------------------------------
 
 def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str) -> str:
-    from ..kit.claims import read_row
+    from ..kit.claims import ClaimRow
 
-    rs = [read_row(r) for r in rows]
-    point = any(r.get("sweep_point") for r in rs)  # a sweep's: which point each row is from
+    rs = [(raw, ClaimRow.from_log(raw)) for raw in rows]   # the log's row (its point, its device) and the claim's
+    point = any(raw.get("sweep_point") for raw, _ in rs)  # a sweep's: which point each row is from
     text = "### Claims, measured\n" + _md_table(
         ["point"] * point + ["claim", "claimed", "measured here", "judged", "device", "verdict"],
-        [[r.get("sweep_point", "")] * point + [r["claim"], r.get("claimed", r.get("seed", "")), r["measured"],
-          judged_cell(r), (r.get("env") or {}).get("device_name", ""), verdict_cell(r)] for r in rs])
+        [[raw.get("sweep_point", "")] * point + [c.claim, c.claimed, c.measured, judged_cell(c),
+          (raw.get("env") or {}).get("device_name", ""), verdict_cell(c)] for raw, c in rs])
     if figure is None:
         return text
     points = {}
-    for r in rs:
-        points.setdefault(r.get("sweep_point") or "", []).append(r)
-    drawn = claims_png(out_dir / figure, points if len(points) > 1 else rs, title)
+    for raw, c in rs:
+        points.setdefault(raw.get("sweep_point") or "", []).append(c)
+    drawn = claims_png(out_dir / figure, points if len(points) > 1 else [c for _, c in rs], title)
     return text + "\n\n" + (f"![{title}]({figure})" if drawn else NO_FIGURE)
 
 

@@ -7,9 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def drawable(r: dict) -> bool:
-    """Whether a claim row (`perflab.kit.claims.read_row`) has an interval and a threshold to draw it against."""
-    return "value" in r and any(isinstance(r.get(k), (int, float)) for k in ("at_least", "at_most"))
+def drawable(r) -> bool:
+    """Whether a claim row (a `perflab.kit.claims.ClaimRow`, or a row of the log) has an interval and a threshold to
+    draw it against."""
+    from ..kit.claims import as_row
+
+    r = as_row(r)
+    return r.value is not None and (r.at_least is not None or r.at_most is not None)
 
 
 def verdict_cell(r: dict) -> str:
@@ -29,9 +33,9 @@ def judged_cell(r: dict) -> str:
 def claims_png(path: Path, runs: dict[str, list[dict]] | list[dict], title: str) -> Path | None:
     """Draw claim rows (or {label: rows}, side by side) with `perflab.kit.claims.claims_figure` into `path`; None when
     no row has an interval to draw (rows logged before the kit: the section says so)."""
-    from ..kit.claims import read_row
+    from ..kit.claims import as_row
 
-    runs = {label: [read_row(r) for r in rows] for label, rows in
+    runs = {label: [as_row(r) for r in rows] for label, rows in
             (runs.items() if isinstance(runs, dict) else [("", runs)])}
     if not any(drawable(r) for rows in runs.values() for r in rows):
         return None

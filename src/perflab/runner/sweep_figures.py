@@ -77,7 +77,7 @@ def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..kit.claims import COLORS, _num, _ratio_scale, _wrap, log_ticks, read_row
+    from ..kit.claims import COLORS, ClaimRow, _num, _ratio_scale, _wrap, log_ticks
 
     others = [k for k in grid if k != param]
     by_claim: dict[str, list] = {}
@@ -85,11 +85,11 @@ def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
     for r in rows:
         if r["kind"] != "claim" or param not in (r.get("params") or {}) or not drawable(r):
             continue
-        nums = read_row(r)
-        if "value" not in nums or r.get("verdict") == "not tested here":
+        nums = ClaimRow.from_log(r)
+        if nums.value is None or nums.verdict == "not tested here":
             continue
-        key = r.get("key") or r["claim"]
-        text[key] = r["claim"]
+        key = nums.key
+        text[key] = nums.claim
         series = ", ".join(f"{k}={r['params'].get(k)}" for k in others)
         by_claim.setdefault(key, []).append((series, r["params"][param], nums, r["verdict"]))
     if not by_claim:
