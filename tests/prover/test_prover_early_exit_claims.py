@@ -18,16 +18,16 @@ CUDA = SimpleNamespace(type="cuda")  # a device type only: nothing runs on it
 
 
 def test_the_claims_are_kit_claims_checked_against_the_notebooks_parameters():
-    assert isinstance(claims.EARLY_EXIT_CLAIMS, Claims) and claims.EARLY_EXIT_CLAIMS.headline == "early_exit"
-    assert dict(claims.EARLY_EXIT_CLAIMS["target_4x"].setup) == {"device": "cuda"}
-    assert all(c.metric for c in claims.EARLY_EXIT_CLAIMS)     # what is measured, in words
+    assert isinstance(claims.CLAIMS, Claims) and claims.CLAIMS.headline == "early_exit"
+    assert dict(claims.CLAIMS["target_4x"].setup) == {"device": "cuda"}
+    assert all(c.metric for c in claims.CLAIMS)     # what is measured, in words
 
 
 def test_either_way():
-    e = claims.either_way(Measured(0.8, 0.7, 0.9))
+    e = study.either_way(Measured(0.8, 0.7, 0.9))
     assert (e.value, e.low, e.high) == pytest.approx((1.25, 1 / 0.9, 1 / 0.7))
-    assert claims.either_way(Measured(1.1, 0.95, 1.2)).low == 1.0     # the interval holds 1
-    assert claims.either_way(Measured(1.0, -math.inf, math.inf)).high == math.inf
+    assert study.either_way(Measured(1.1, 0.95, 1.2)).low == 1.0     # the interval holds 1
+    assert study.either_way(Measured(1.0, -math.inf, math.inf)).high == math.inf
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +41,14 @@ def ladder():
 def test_judge_takes_what_04s_measuring_code_produces(ladder, device, monkeypatch):
     w, ms, res = ladder
     if device is CUDA:                                                 # the decisions run on this CPU all the same
-        monkeypatch.setattr(claims, "decide_speedup", lambda *a, device, **kw: decide_speedup(*a, **kw))
+        monkeypatch.setattr(study, "decide_speedup", lambda *a, device, **kw: decide_speedup(*a, **kw))
     cfg = EarlyExitParams(batch=16, n_candidates=48, min_bucket=4, max_depth=8, verdict_time=0.3)
     busy, idle = [0.002] * 12, [0.0021] * 30
-    found = claims.measure_early_exit(w, ms=ms, res=res, busy=busy, idle=idle, n_shapes={"compact": 9, "bucketed": 3},
-                                      one_per_bucket=True, batch=16, min_bucket=4, cfg=cfg, device=device)
-    rows = {r["key"]: r for r in claims.EARLY_EXIT_CLAIMS.judge(found, cfg=cfg, device=device)}
-    assert set(rows) == set(claims.EARLY_EXIT_CLAIMS.keys)
+    run = SimpleNamespace(cfg=cfg, device=device)
+    found = study.evidence(run, w, ms=ms, res=res, busy=busy, idle=idle, n_shapes={"compact": 9, "bucketed": 3},
+                           one_per_bucket=True)
+    rows = {r["key"]: r for r in claims.CLAIMS.judge(found, cfg=cfg, device=device)}
+    assert set(rows) == set(claims.CLAIMS.keys)
     lead = "target_3x" if device is CPU else "target_4x"
     assert isinstance(found[lead][0], Decision) and isinstance(found["early_exit"][0], Decision)
     assert found["early_exit"][0].measured == found[lead][0].measured  # one decision's interval judges both
@@ -84,3 +85,12 @@ def test_a_failed_check_says_what_was_measured():
     assert not c.passed and c.detail.startswith("1 of 3 candidates differ") and "'recycle': 1" in c.detail
     assert checks.strategies_match("ladder", {"full": full}).detail == \
         "0 of 3 candidates differ in any of 1 strategies (allowed 0)"
+
+
+def test_one_graph_per_bucket_fails_on_a_bucket_compiled_twice_or_a_version_that_recompiles():
+    ok = {"full": 1, "masked": 1, "compact": 5, "bucketed": 3, "recycle": 1}
+    assert checks.one_graph_per_bucket(ok, [16, 8, 4]).passed
+    twice = checks.one_graph_per_bucket({**ok, "bucketed": 4}, [16, 8, 4])
+    assert not twice.passed and twice.detail == "bucketed 4 graphs for 3 buckets; full, masked, recycle 1, 1, 1"
+    assert not checks.one_graph_per_bucket({**ok, "recycle": 2}, [16, 8, 4]).passed
+    assert not checks.one_graph_per_bucket({**ok, "masked": 0}, [16, 8, 4]).passed

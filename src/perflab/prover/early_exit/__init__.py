@@ -5,7 +5,8 @@
     baseline    rollout: the seed's loop (core.rollout.full)
     optimized   rollout: recycled slots fed from a device queue (core.rollout.recycle)
     checks      every version gives every candidate the same proof
-    claims      EARLY_EXIT_CLAIMS and what judges each
-    study       the workloads and measurements; IMPLS names the five versions (masked, compact, bucketed between)
+    claims      CLAIMS: seed 001's claims and issue 16's targets, as data
+    study       the workloads and measurements, and `evidence(run, ...)` for CLAIMS.judge; IMPLS names the five
+                versions (masked, compact, bucketed between)
     profiles    launches and host reads per step of each version
 """

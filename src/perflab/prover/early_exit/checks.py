@@ -78,3 +78,13 @@ def strategies_agree(ladder, family, family_cs, batch: int, min_bucket: int):
     ]
     assert set(res_l) == set(IMPLS)
     return checks, {"ladder": res_l, "family": res_f}
+
+
+def one_graph_per_bucket(graphs: dict[str, int], buckets: list[int]) -> Check:
+    """Compiled, bucketed compiles one graph per bucket it ran and every other version one (`study.graphs_per_strategy`
+    counted over a run that used `buckets`): a bucket that compiled twice, or a shape that leaks into full's, masked's
+    or recycle's graph, would recompile on every new tail."""
+    return Check("bucketed compiles one graph per bucket; full, masked and recycle one each",
+                 graphs["bucketed"] == len(buckets) and graphs["full"] == graphs["masked"] == graphs["recycle"] == 1,
+                 f"bucketed {graphs['bucketed']} graphs for {len(buckets)} buckets; full, masked, recycle "
+                 f"{graphs['full']}, {graphs['masked']}, {graphs['recycle']}")
