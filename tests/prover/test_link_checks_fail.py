@@ -262,3 +262,21 @@ def test_the_decoy_check_ranks_100_decoys_of_its_seed_against_chance_of_their_ow
     drawn.clear()
     checks.decoy_check(kg, lp.search, lp.model, lp.combination, lp.table, n=10, seed=7)
     assert drawn == [(10, 7)]
+
+
+def test_decoys_draw_every_entity_and_default_to_seed_0(linked):
+    """Heads and tails are drawn over all the entities, 1 to n_constants (the first and the last included), as int64
+    triples; without a seed, seed 0's."""
+    kg, _ = linked
+    many = checks.decoys(kg, 500)
+    assert set(many[:, 1:].flatten().tolist()) == set(range(1, kg.n_constants + 1))
+    assert torch.equal(many, checks.decoys(kg, 500, seed=0)) and many.dtype == torch.long
+
+
+def test_a_short_lists_share_of_the_way_down_divides_by_its_own_length(monkeypatch):
+    """A decoy second of two real candidates is at the bottom (share 1), one alone at the top (share 0): the divisor
+    is the list's length minus one, at least 1."""
+    cs = types.SimpleNamespace(mask=torch.tensor([[True, True, False], [True, False, False]]))
+    scored = types.SimpleNamespace(sides={"head": types.SimpleNamespace(cs=cs)})
+    monkeypatch.setattr(checks, "rank", lambda sc, comb: types.SimpleNamespace(ranks={"realistic": torch.tensor([2.0, 1.0])}))
+    assert checks.decoy_ranks(scored, None).tolist() == [1.0, 0.0]

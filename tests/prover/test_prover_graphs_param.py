@@ -1,4 +1,6 @@
 """The prover notebooks' `kg` parameter (family, a benchmark, a folder) and study 3 on a real graph at a tiny size."""
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from perflab.prover.early_exit.params import EarlyExitParams
 from perflab.prover.evaluation import claims
 from perflab.prover.evaluation.params import EvalParams
 from perflab.prover.links import claims as link_claims
+from perflab.prover.links import study as link_study
 
 FACTS = "parent(ann,bob).\nparent(bob,cid).\n"
 RULES = "grandparent(X,Y) :- parent(X,Z), parent(Z,Y).\n"
@@ -83,15 +86,15 @@ def test_study_3_on_kinship_at_a_tiny_size():
     rows = comparison(lp, "kinship")
     assert [r["model"] for r in rows[-3:]] == ["ComplEx", "NTP", "NTPλ"] and rows[-1]["ties"].startswith("optimistic")
     cfg = EvalParams(kg="kinship", n_queries=2, verdict_time=0.05)
-    measured = link_claims.measure_real_graph(kg, lp, "kinship", cfg, torch.device("cpu"))
-    rows = {r["key"]: r for r in link_claims.LINK_CLAIMS.judge(measured, cfg=cfg, device="cpu")}
+    measured = link_study.evidence(SimpleNamespace(cfg=cfg, device=torch.device("cpu")), kg, lp, "kinship")
+    rows = {r["key"]: r for r in link_claims.CLAIMS.judge(measured, cfg=cfg, device="cpu")}
     assert rows["kg_mrr"]["why"] == "measured at n_queries=2" and "the first 2 of 1074" in rows["kg_mrr"]["measured"]
     assert measured["kg_rules"][0].value == pytest.approx(fit.metrics["realistic"]["MRR"] - lp.rules_only["metrics"]["MRR"])
     assert measured["kg_ties"][0].value == fit.tie_share and measured["kg_speed"][0] is None   # one pass: not judged
-    assert link_claims.headline(lp, "kinship") == "kg_mrr" and link_claims.headline(lp, None) == "speed_5x"
-    assert "speed_5x" in claims.EVAL_CLAIMS.keys
+    assert link_study.headline(lp, "kinship") == "kg_mrr" and link_study.headline(lp, None) == "speed_5x"
+    assert "speed_5x" in claims.CLAIMS.keys
     cfg = EvalParams(kg="kinship", n_queries=0, verdict_time=0.05)   # the whole-split setup: passes are decided
-    d = link_claims.measure_real_graph(kg, lp, "kinship", cfg, torch.device("cpu"))["kg_speed"][0]
+    d = link_study.evidence(SimpleNamespace(cfg=cfg, device=torch.device("cpu")), kg, lp, "kinship")["kg_speed"][0]
     assert d.quantity == "candidates/s" and d.rounds >= 1 and all(x > 0 for x in d.samples)
     from perflab.prover.links.predict import scoring_sampler
 
@@ -111,7 +114,7 @@ def test_the_gpu_throughput_claim_is_judged_on_cuda_only(device_type, verdict):
     from perflab.kit.claims import Claims
     from perflab.kit.verdicts import Measured
 
-    c = link_claims.LINK_CLAIMS["kg_speed_gpu"]
+    c = link_claims.CLAIMS["kg_speed_gpu"]
     [row] = Claims(c).judge({c.key: (Measured(2e5, 1.8e5, 2.2e5), "200,000 candidates/s")},
                             cfg=EvalParams(n_queries=0), device=device_type)
     assert row["verdict"] == verdict

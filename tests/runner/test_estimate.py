@@ -19,9 +19,9 @@ def test_the_claims_a_notebook_judges_are_found_as_it_imports_them():
     from perflab.vae import claims as vae
 
     code = ("from perflab.vae.claims import (\n    CLAIMS,\n    headline,\n)\nCLAIMS.judge(found)\n"
-            "from perflab.prover.evaluation import checks, claims\nfrom perflab.prover.links import claims as link_claims\n"
-            "rows = claims.EVAL_CLAIMS.judge(f) + link_claims.LINK_CLAIMS.judge(g)\n%time x = 1\n")
-    assert {id(c) for c in estimate._claims_of(code)} == {id(vae.CLAIMS), id(ev.EVAL_CLAIMS), id(lc.LINK_CLAIMS)}
+            "from perflab.prover.evaluation.claims import CLAIMS\nfrom perflab.prover.links.claims import CLAIMS as LINK_CLAIMS\n"
+            "rows = CLAIMS.judge(f) + LINK_CLAIMS.judge(g)\n%time x = 1\n")
+    assert {id(c) for c in estimate._claims_of(code)} == {id(vae.CLAIMS), id(ev.CLAIMS), id(lc.CLAIMS)}
     assert estimate._claims_of("from perflab.latentwire import claims\nclaims.CLAIMS.log(run, rows)\n") == [lw.CLAIMS]
     assert estimate._claims_of("from perflab.kit.claims import claims_figure\n") == []
 

@@ -7,7 +7,7 @@ a step's time goes, the memory model.
     optimized   score_candidates: every chunk padded to the batch, out-of-memory halving
     evaluate    evaluate_with_corruptions: candidates scored by a version, ranked
     checks      the engine, provability, a sync-free step, ranks across batch sizes
-    claims      EVAL_CLAIMS and what judges each
+    claims      CLAIMS: seed 001's claims and issue 16's targets, as data (study.evidence measures them)
     study       the measurements the notebook calls; IMPLS names the versions
     profiles    where a step's time goes
 """

@@ -5,7 +5,7 @@
     baseline        Prover: one greedy proof per candidate (study 3's loop)
     optimized       Prover: the beam search whose last step is a membership test (search.py)
     checks          the search against the oracle, sync-free; ranks across search batches
-    claims          LINK_CLAIMS (kg_*) and what judges each
+    claims          CLAIMS (kg_*), as data (study.evidence measures them)
     study           the notebook's calls in order; IMPLS names the versions
     search          the beam search: every proof of two steps (BeamSearch: today's, fixed shapes, no host read;
                     ClosingSearch: the last step a membership test; SparseClosingSearch: its CPU form)

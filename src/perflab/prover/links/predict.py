@@ -27,13 +27,12 @@ from ..core.datasets import test_queries
 from ..core.ranking import CandidateSet, metrics, ranks, ties_with
 from ..core.rollout import recycle
 from ..core.step import GreedyStep
-from . import combine
+from . import baseline, combine, optimized
 from .benchmark_eval import SIDES, filtered_candidates, rules_only
 from .embeddings import EmbeddingLog, train_complex
 from .params import LinkConfig
 from .reference import engine_coverage
 from .search import BeamSearch
-from .study import IMPLS
 
 TIE_RULES = {"realistic": "mean", "optimistic": "optimistic", "pessimistic": "pessimistic"}
 FAIL_SCORE = -100.0
@@ -202,7 +201,7 @@ def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) ->
     t = time.perf_counter()
     model, emb_log = train_complex(kg, cfg.emb, cfg.seed, engine.device)
     secs["embedding training"] = time.perf_counter() - t
-    search = IMPLS["optimized"](engine, policy, cfg).search
+    search = optimized.Prover(engine, policy, cfg).search   # the search: the optimized version's
     test = test_queries(kg, cfg.n_queries)
     t = time.perf_counter()
     search.score(filtered_candidates(kg, test[:1], "tail").flat().to(engine.device), cfg.batch)  # compiles here
@@ -302,7 +301,7 @@ def cost_per_candidate(kg, engine, policy, search: BeamSearch, queries: torch.Te
     recycle) on both sides' candidates of `queries`, each warm (one untimed run first), each at its own batch
     (`cfg.batch` rows per search step, `cfg.greedy_slots` greedy slots), which each entry names."""
     cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
-    greedy = IMPLS["baseline"](engine, policy, cfg)     # a step of its own, at cfg.greedy_slots
+    greedy = baseline.Prover(engine, policy, cfg)     # the baseline version: a step of its own, at cfg.greedy_slots
     B = greedy.batch
     runs = {"greedy (full)": (B, lambda: greedy.score(cands)),
             "greedy (recycle)": (B, lambda: recycle(greedy.step, cands, B)),

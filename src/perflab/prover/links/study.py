@@ -4,7 +4,7 @@
     lp = predict.evaluate_link_prediction(kg, engine, policy, LinkConfig.of(cfg, batch), rules)
     protocols.summary_lines(lp, ...), protocols.comparison(lp, dataset)   the table beside the published rows
     checks.link_ranks_across_batches(kg, lp, ...)   ranks that do not depend on the search's batch
-    claims.measure_real_graph(kg, lp, dataset, cfg, device)   the kg_* claims (`claims.LINK_CLAIMS`)
+    found = study.evidence(run, kg, lp, dataset)   the kg_* claims' measurements (`claims.CLAIMS`)
     rows = throughput(kg, engine, policy, lp.model, queries, lp.config, rules)   today's search, the new one, the floor
 
 IMPLS names the versions, baseline first: how a candidate gets its proof score, by the greedy policy's one proof
@@ -21,8 +21,12 @@ import time
 import torch
 
 from ...kit.env import synchronize
+from ...kit.verdicts import Measured, decide_rate
 from ...kit.versions import Versions
-from . import baseline, optimized, rule_table
+from ..core.datasets import graph_label
+from . import baseline, optimized, predict, rule_table
+from .benchmark_eval import published_mrr
+from .claims import CLAIMS
 from .params import LinkConfig
 from .search import BeamSearch, ClosingSearch, SparseClosingSearch
 
@@ -97,3 +101,54 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
                      "differ from first": int((proved[name] != ref).sum()), "batch": cfg.batch,
                      **(extra if name == FLOOR else {})})
     return rows
+
+
+# ---- the claims' evidence (`CLAIMS.judge`) ------------------------------------------------------------------
+
+# looked up at import: a misspelt key fails first
+KG_SPEED = (CLAIMS["kg_speed"], CLAIMS["kg_speed_gpu"], CLAIMS["kg_speed_5k"])
+
+
+def evidence(run, kg, lp, dataset: str | None) -> dict:
+    """Each link-prediction claim's measurement and its sentence, keyed by claim (what `CLAIMS.judge` takes), from
+    `predict`'s result `lp` on graph `kg` (`dataset`: the benchmark's name, None for a graph without mined rules). The
+    throughput is decided (`decide_rate`, cfg.verdict_time) over warm samples of the test scoring where the
+    run is the target's setup (`links.predict.scoring_sampler`: batch-sized groups of the split, cycled); one pass
+    (lp's) is only reported."""
+    cfg = run.cfg
+    name, dt = graph_label(cfg.kg), run.device.type
+    fit = lp.results["fitted"]
+    mrr = fit.metrics["realistic"]["MRR"]
+    size = "the whole test split" if lp.whole_split else f"the first {lp.queries} of {lp.test_size} test triples"
+    here = (f"realistic MRR {mrr:.3f} (optimistic {fit.metrics['optimistic']['MRR']:.3f}, pessimistic "
+            f"{fit.metrics['pessimistic']['MRR']:.3f}) on {size} of kg={name}")
+    ntp = published_mrr(dataset, "NTPλ") if dataset else None
+    out = {"kg_mrr": (None, f"{here}; no published NTPλ figure for this graph") if ntp is None else
+           (Measured.exact(mrr - ntp), f"{here} against NTPλ {ntp:.2f} ({mrr - ntp:+.3f})")}
+    if lp.rules_only is None:
+        out["kg_rules"] = (None, f"kg={name}: no mined rules")
+    else:
+        r = lp.rules_only["metrics"]["MRR"]
+        out["kg_rules"] = (Measured.exact(mrr - r), f"{here}; the mined rules alone {r:.3f} ({mrr - r:+.3f})")
+    alone = lp.results["embedding alone"].metrics["realistic"]["MRR"]
+    out["kg_proofs"] = ((None, f"kg={name}: no valid split: ComplEx alone is the score") if not lp.fit_queries else
+                        (Measured.exact(mrr - alone), f"{here}; ComplEx alone {alone:.3f} ({mrr - alone:+.3f}, fitted on "
+                                                      f"{lp.fit_queries} valid triples)"))
+    out["kg_ties"] = (Measured.exact(fit.tie_share), f"{fit.tie_share:.1%} of the positives' ranks tie with a failed "
+                      f"corruption on {size} (the prover alone: {lp.results['prover alone'].tie_share:.1%})")
+    one = f"one pass: {lp.candidates_per_s:,.0f} candidates/s over {lp.candidates:,} candidates ({size}, {dt})"
+    for c in KG_SPEED:
+        if c.off_setup(cfg, dt):
+            out[c.key] = (None, f"{one}; one pass is not judged")
+            continue
+        d = decide_rate(predict.scoring_sampler(kg, lp), **c.rule, quantity="candidates/s", max_run_time=cfg.verdict_time,
+                        warmup=0)                            # lp's passes warmed the search up
+        out[c.key] = (d, f"total candidates over total seconds of {d.rounds} batch-sized groups of the test scoring, "
+                         f"warm, cycling through {size} ({dt}; {one})")
+    return out
+
+
+def headline(lp, dataset: str | None) -> str:
+    """03's headline claim: the MRR against NTPλ on a benchmark (here), else the compiled-vs-eager speedup
+    (`evaluation.claims.CLAIMS`' speed_5x)."""
+    return "kg_mrr" if lp is not None and dataset and published_mrr(dataset, "NTPλ") is not None else "speed_5x"
