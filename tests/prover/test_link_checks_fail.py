@@ -280,3 +280,19 @@ def test_a_short_lists_share_of_the_way_down_divides_by_its_own_length(monkeypat
     scored = types.SimpleNamespace(sides={"head": types.SimpleNamespace(cs=cs)})
     monkeypatch.setattr(checks, "rank", lambda sc, comb: types.SimpleNamespace(ranks={"realistic": torch.tensor([2.0, 1.0])}))
     assert checks.decoy_ranks(scored, None).tolist() == [1.0, 0.0]
+
+
+def test_bfs_runs_over_every_candidate_in_chunks_of_256():
+    """Over 256 candidates (a family graph's 8 test triples, both sides) BFS runs in chunks and covers each candidate
+    once: its counts are those of one BFS over all of them, and the checks pass."""
+    from perflab.prover.core.data import family_kg
+    from perflab.prover.core.policy import PolicyConfig
+
+    kg = family_kg(n_families=2, seed=2)
+    engine = UnificationEngine(kg, max_derived=12)
+    q = kg.queries["test"][:8]
+    got, info = checks.search_checks(kg, engine, make_policy(kg, PolicyConfig(embed_dim=8, hidden=16, n_blocks=1)),
+                                     q, width=3, depth=2, batch=48)
+    cands = torch.cat([checks.filtered_candidates(kg, q, s).flat() for s in checks.SIDES])
+    assert info["candidates"] == len(cands) > 300 and all(c.passed for c in got)
+    assert info["bfs_proved"] == int((checks.prove_exhaustive(engine, cands, 2) > 0).sum()) > 0

@@ -256,3 +256,59 @@ def test_the_captured_check_passes_a_real_captured_step_given_half_its_batch(bat
     assert [c.passed for c in got] == [True, True, True] and got[2].detail == ("ValueError raised; weights and step "
                                                                                "count unchanged")
     assert step.step == 2
+
+
+def test_each_of_the_four_batches_counts_in_the_separability_checks(batches, monkeypatch):
+    """A ratio off on the first batch alone fails both checks (every batch must agree, not the last); one off on a
+    fifth batch passes, as the detail's 4 batches say: only the first four are compared."""
+    model = build_model(SMALL, seed=0)
+    vec, calls = checks.fisher_ratio_vectorized, []
+
+    def off_at(i):
+        def f(*a, **k):
+            calls.append(1)
+            return vec(*a, **k) * (1.003 if len(calls) == i else 1.0)
+        return f
+
+    monkeypatch.setattr(checks, "fisher_ratio_vectorized", off_at(1))
+    assert [c.passed for c in checks.separability_checks(model, batches, TC.num_labels)] == [False, False]
+    calls.clear()
+    monkeypatch.setattr(checks, "fisher_ratio_vectorized", off_at(5))
+    assert [c.passed for c in checks.separability_checks(model, batches, TC.num_labels)] == [True, True]
+
+
+def _runs(monkeypatch, *models):
+    """checks.run replaced: the models of its calls in turn (baseline, optimized; then both with the gradient)."""
+    queue = list(models)
+    monkeypatch.setattr(checks, "run", lambda *a, **k: (None, queue.pop(0)))
+
+
+def _linear(shift=0.0, bias=0.0):
+    torch.manual_seed(0)
+    m = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        m.weight.add_(shift)
+        m.bias.add_(bias)
+    return m
+
+
+def test_the_same_math_checks_judge_each_pair_at_its_own_tolerance(batches, monkeypatch):
+    """With the separability gradient, parameters 1e-3 apart are not 'close' (1e-5 + 1e-4 x |value|); a gradient
+    that changes one parameter tensor of two changes the weights. On a GPU, parameters 1e-3 apart without it are not
+    the same (1e-7 + 1e-5 x |value|)."""
+    _runs(monkeypatch, _linear(), _linear(), _linear(), _linear(shift=1e-3))
+    got = checks.same_math_checks(batches, **KW)
+    assert [c.passed for c in got] == [True, False, True]
+    assert got[2].detail == "1 of 2 parameter tensors differ, sep_grad True vs False (needed: some)"
+    monkeypatch.setattr(checks, "torch", _TorchOnAGpu())
+    _runs(monkeypatch, _linear(), _linear(shift=1e-3), _linear(), _linear(bias=1.0))
+    got = checks.same_math_checks(batches, **KW)
+    assert [c.passed for c in got] == [False, False, True]
+    assert got[0].detail == "largest |difference| < 1e-02 (allowed 1e-07 + 1e-05 x |value|)"
+
+
+def test_a_refused_capture_names_dynamos_exception(batches):
+    """The baseline's refusal is printed with the exception dynamo raised (its host reads), by its class's name."""
+    got = checks.fullgraph_checks(batches, **KW)
+    name = got[1].detail.removeprefix("fullgraph=True: refused (").removesuffix(")")
+    assert name != "NoneType" and isinstance(getattr(torch._dynamo.exc, name, None), type), got[1].detail
