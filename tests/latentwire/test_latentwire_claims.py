@@ -1,8 +1,10 @@
 """06's claims: the verdict rules as data (the kit's rule on each claim's interval), the decisions a tiny ablation
 makes in paired rounds (every claim gets an entry), and those paired rounds under the CUDA-graph lifetime check."""
 import dataclasses
+import types
 
 import pytest
+import torch
 
 from perflab.latentwire import ModelConfig, build_model, make_examples
 from perflab.latentwire.params import LatentWireParams
@@ -50,24 +52,24 @@ def test_the_claims_decisions_are_what_the_claims_judge_takes():
     # every claim gets an entry, each decision was made against its claim's rule (verdicts: timings, never asserted)
     from perflab.kit.claims import verdict_text
     from perflab.kit.verdicts import Measured
-    from perflab.latentwire import claims
+    from perflab.latentwire import claims, study
     from perflab.latentwire.study import data_path, lm_sequence_length
 
     p = dataclasses.replace(P, verdict_time=0.5)
     plan = [IMPLS.variant("baseline"), IMPLS.variant("optimized", "batch_size", batch_size=4),
             IMPLS.variant("optimized", "single_pass", single_pass=True)]
     with study_ablation(plan, p) as (results, trainers):
-        gains = claims.decide_gains(trainers, results, cfg=p, device="cpu")
+        gains = study.decide_gains(trainers, results, cfg=p, device="cpu")
     assert {k for k, d in gains.items() if d is not None} == {"loss_loop", "kv_cache"}
     assert gains["non_blocking"] is None and gains["target_5x"] is None     # GPU claims: not timed on a CPU
     assert gains["batch_size"] is None                                     # a GPU's utilization: not on a CPU
     seq = lm_sequence_length(build_model(ModelConfig(**TINY), seed=0), EXAMPLES)
-    parts = claims.decide_parts(p, EXAMPLES, device="cpu", base=results["baseline"], seq=seq, sweep={}, sweep_toggles={})
+    parts = study.decide_parts(p, EXAMPLES, device="cpu", base=results["baseline"], seq=seq, sweep={}, sweep_toggles={})
     assert parts["flash_attention"] is None and parts["pretokenize"].quantity == "saving"   # FA2: a CUDA kernel
     assert parts["amp"] is None
     extra = {"attention": {seq: Measured(1.0, 0.9, 1.1)}, "data": data_path(p, EXAMPLES, "cpu"), "amp": {},
              "amp_note": "", "spread": (0.05, "baseline"), "compiled": None, "mfu": None}
-    found = claims.measurements(results, {**gains, **parts}, extra, "cpu", p.accum_steps)
+    found = study.evidence(types.SimpleNamespace(cfg=p, device=torch.device("cpu")), results, {**gains, **parts}, extra)
     rows = {r["key"]: r for r in claims.CLAIMS.judge(found, cfg=p, device="cpu")}
     assert list(rows) == list(claims.CLAIMS.keys)
     assert verdict_text(rows["non_blocking"]) == "not tested here (measured on cpu)"
