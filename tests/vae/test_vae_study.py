@@ -3,6 +3,7 @@ the sweep's fit, the floor, the launch breakdown."""
 import collections
 import dataclasses
 import os
+import types
 
 import pytest
 from torch.utils.benchmark.utils.common import Measurement, TaskSpec
@@ -19,21 +20,23 @@ from perflab.vae import (
     remap_unique,
     single_changes,
 )
-from perflab.vae.claims import (
-    CLAIMS,
-    REMAPS,
-    SAVINGS,
-    SPEEDUPS,
+from perflab.vae.claims import CLAIMS, REMAPS, SAVINGS, SPEEDUPS, headline
+from perflab.vae.params import VAEParams
+from perflab.vae.study import (
+    DRAWS,
+    GRAPH_CALLS,
+    MATMULS,
     Evidence,
     decide_remaps,
     decide_timed,
-    headline,
-    measurements,
+    evidence,
+    fit_fixed_and_per_sample,
+    launch_kinds,
+    per_step,
     reading,
     seed_table,
+    step_floor,
 )
-from perflab.vae.params import VAEParams
-from perflab.vae.study import DRAWS, GRAPH_CALLS, MATMULS, fit_fixed_and_per_sample, launch_kinds, per_step, step_floor
 
 
 def _m(times, name="x"):
@@ -65,11 +68,11 @@ def test_the_claims_rules_are_the_kits():
 
 
 def test_a_claim_at_batch_64_is_not_tested_at_batch_16():
-    rows = CLAIMS.judge(measurements(_evidence("cuda")), cfg=VAEParams(batch=16), device="cuda")
+    rows = CLAIMS.judge(evidence(_run("cuda"), _evidence("cuda")), cfg=VAEParams(batch=16), device="cuda")
     row = {r["key"]: r for r in rows}["captured_10x"]
     assert row["verdict"] == "not tested here" and row["why"] == "measured at batch=16"
     assert {r["key"]: r for r in rows}["optimized_2x"]["why"] == "measured at batch=16"
-    at_64 = {r["key"]: r["verdict"] for r in CLAIMS.judge(measurements(_evidence("cuda")), cfg=VAEParams(),
+    at_64 = {r["key"]: r["verdict"] for r in CLAIMS.judge(evidence(_run("cuda"), _evidence("cuda")), cfg=VAEParams(),
                                                            device="cuda")}
     assert at_64["captured_10x"] == "holds"
 
@@ -94,7 +97,7 @@ def test_decide_timed_gives_what_the_claims_judge_takes(monkeypatch):
         return got | decide_remaps(remaps, cfg=cfg, device="cpu")
     off = decide()                                  # on a CPU every timed claim is a GPU claim: none is timed
     assert set(off) == set(SAVINGS) | set(SPEEDUPS) | set(REMAPS) and all(v is None for v in off.values())
-    rows = {r["key"]: r for r in CLAIMS.judge(measurements(_evidence(decisions=off, batch=8)), cfg=cfg, device="cpu")}
+    rows = {r["key"]: r for r in CLAIMS.judge(evidence(_run(batch=8), _evidence(decisions=off)), cfg=cfg, device="cpu")}
     assert rows["deferred"]["verdict"] == rows["remap_host_ms"]["verdict"] == "not tested here"
     why = rows["captured_10x"].get("why")
     assert why.startswith("measured") and "at batch=8" in why and "on cpu" in why
@@ -104,7 +107,7 @@ def test_decide_timed_gives_what_the_claims_judge_takes(monkeypatch):
     got = decide()
     assert all(isinstance(got[k], Decision) and got[k].quantity == "saving" for k in SAVINGS)
     assert all(got[k].quantity == "ms per call" and got[k].value > 0 for k in REMAPS)
-    rows = CLAIMS.judge(measurements(_evidence(decisions=got, batch=8)), cfg=cfg, device="cpu")
+    rows = CLAIMS.judge(evidence(_run(batch=8), _evidence(decisions=got)), cfg=cfg, device="cpu")
     assert [r["key"] for r in rows] == list(CLAIMS.keys)
     assert all(r["rounds"] >= 1 for r in rows if r["key"] in SAVINGS)
 
@@ -147,12 +150,19 @@ def _evidence(device_type="cpu", **over):
                   host_launches={n: dict(graph=0.0, kernel=0.0, copy=0.0, memset=0.0) for n in names},
                   unique_remap_syncs={"unique": 1, "__setitem__[bool mask]": 3},
                   curves={"baseline = optimized": True, "optimized = captured": True}, curve_steps=100,
-                  captured_gap=2e-5, sep_grad_steers=True, epoch_batches=5000, batch=64, device_type=device_type, device_kind=device_type)
+                  captured_gap=2e-5, sep_grad_steers=True, device_kind=device_type)
     return dataclasses.replace(ev, **over)
 
 
-def _judge(ev):
-    return CLAIMS.judge(measurements(ev), cfg=VAEParams(batch=ev.batch), device=ev.device_type)
+def _run(device_type="cpu", batch=64):
+    """A run as the notebook's: its parameters (batch, the seed table's 5000-batch epoch) and its device type."""
+    return types.SimpleNamespace(cfg=VAEParams(batch=batch, epoch_batches=5000),
+                                 device=types.SimpleNamespace(type=device_type))
+
+
+def _judge(ev, device_type=None, batch=64):
+    run = _run(device_type or ev.device_kind, batch)
+    return CLAIMS.judge(evidence(run, ev), cfg=run.cfg, device=run.device.type)
 
 
 def test_claims_table_and_verdicts():
@@ -168,10 +178,10 @@ def test_claims_table_and_verdicts():
     measured = {r["key"]: r["measured"] for r in rows}
     assert "+0.10 s [-0.30, +0.40] per 5000-batch epoch on cpu" in measured["remap"]
     assert "not judged" in measured["captured_10x"]                  # the timing table's ratio, for the reader
-    table = seed_table(_evidence(), rows)
+    table = seed_table(_run(), _evidence(), rows)
     assert len(table) == len(SAVINGS) + 1 and table["syncs removed per step"].iloc[-1] == pytest.approx(12.9)
     assert table["verdict"].iloc[0] == "not tested here (measured on cpu)" and table["per 5000-batch epoch"].iloc[-1] == "+25.0 s (medians)"
-    lines = reading(_evidence(), rows, {MATMULS: 22.0, DRAWS: 7.0, GRAPH_CALLS: 1.0, "other": 1.0})
+    lines = reading(_run(), _evidence(), rows, {MATMULS: 22.0, DRAWS: 7.0, GRAPH_CALLS: 1.0, "other": 1.0})
     assert "short of 10x by 1.3x" in lines[-1] and "matmuls (aten BLAS calls) 22" in lines[-1]
     assert "are 30 ops per step" in lines[-1] and "8.0x fewer than the baseline at most" in lines[-1]
     # one replay of a graph that draws random numbers: 1 graph launch + 2 RNG-state fills (PyTorch PR #143777),

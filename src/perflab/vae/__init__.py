@@ -10,9 +10,10 @@
     baseline.py   train_epoch: the original loop (and its step_config)
     optimized.py  train_epoch: the sync-free loop (and its step_config)
     captured.py   train_epoch: the optimized step recorded once (CapturedStep, Captured: its knobs)
+    impls.py      IMPLS = {"baseline", "optimized", "captured": each module's train_epoch}, a kit Versions
     checks.py     the notebook's correctness checks
-    study.py      its measurements, and IMPLS = {"baseline", "optimized", "captured": each module's train_epoch}
-    claims.py     the seed's claims and the issue's targets with their verdict rules
+    claims.py     CLAIMS: the seed's claims and the issue's targets with their verdict rules, as data
+    study.py      its measurements, and evidence(run, ev) for CLAIMS.judge (study.IMPLS: the versions)
 
 The three `train_epoch` take the same arguments (model, batches, optimizer=, train=, start_step=, progress=,
 progress_file=) and each its own knobs (log_every, sep_grad, compile, backend); `study.IMPLS[name]` looks one

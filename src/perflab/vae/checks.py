@@ -10,7 +10,7 @@ from ..kit.formatting import under
 from ..kit.syncs import count_host_syncs
 from . import baseline, optimized
 from .captured import CapturedStep
-from .config import ModelConfig, TrainConfig
+from .config import CHECKED_STEPS, ModelConfig, TrainConfig
 from .model import ComplexLinear
 from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
 from .step_ops import fisher_ratio_loop, fisher_ratio_vectorized, remap_host, remap_presence, remap_unique
@@ -165,11 +165,6 @@ def curve_gap(a, b) -> float:
 def _gap(u: list[float], v: list[float]) -> float:
     return max((abs(x - y) / max(1.0, abs(x)) for x, y in zip(u, v)), default=0.0)
 
-
-# Compiled against eager, Adam carries rounding from step to step: the curves are compared at the notebook's
-# tolerance over this many steps (~1e-5 after 100 on a CPU); longer runs (the GPU preset's 500 steps) report
-# the whole run's gap as a number beside the claims instead of failing the check on accumulated rounding.
-CHECKED_STEPS = 100
 
 
 def captured_checks(captured: CapturedStep, compiled, curves: dict, batches, rtol: float) -> list[Check]:

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Literal
 
 from ..kit.params import Backend, CompileMode, RunParams, require
-from .study import IMPLS
+from .impls import IMPLS
 
 
 @dataclasses.dataclass

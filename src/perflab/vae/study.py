@@ -1,9 +1,10 @@
 """The 05_vae_sync notebook's measurements: trainers for every implementation, host syncs and launches per
-step, time per step (interleaved rounds), the batch sweep's fit and the step's floor. Each does one thing;
-the notebook calls them with its parameters (the claims and their verdicts are in `claims.py`).
+step, time per step (interleaved rounds), the batch sweep's fit and the step's floor, and the claims' evidence
+(`evidence(run, ev)` for `claims.CLAIMS`). Each does one thing; the notebook calls them with its parameters.
 
-IMPLS names the versions (`train_epoch` of baseline.py, optimized.py, captured.py: one signature): the one place
-that does (`perflab.kit.versions.Versions`); `IMPLS[name]` looks a name up. What the notebook times is declared as data: a `StepConfig` (a
+IMPLS names the versions (`train_epoch` of baseline.py, optimized.py, captured.py: one signature; `impls.py`, below
+params.py, which checks a parameter naming them); `IMPLS[name]` looks a name up. What the notebook times is declared
+as data: a `StepConfig` (a
 version's step, or one change alone: `train.run_epoch` runs it) or a `Captured` (the optimized step recorded once:
 a `CapturedStep` runs it). `trainer()` builds either from a seed, with the same `.epoch(batches)`."""
 from __future__ import annotations
@@ -18,18 +19,19 @@ import torch
 from torch.utils.benchmark.utils.common import Measurement
 
 from ..kit.bench import measure_interleaved
+from ..kit.claims import verdict_text
 from ..kit.launches import LaunchCounter, count_launches
 from ..kit.syncs import count_host_syncs
-from ..kit.versions import Versions
-from . import baseline, captured, optimized
+from ..kit.verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
 from .captured import Captured, CapturedStep
-from .config import ModelConfig, StepConfig, TrainConfig
+from .claims import CLAIMS, REMAPS, SAVINGS, SPEEDUPS
+from .config import CHECKED_STEPS, ModelConfig, StepConfig, TrainConfig
+from .impls import IMPLS  # noqa: F401 (study.IMPLS, as in every study: the versions the notebook times)
 from .model import MixtureVAE, build_model, count_parameters, matmul_flops
+from .params import VAEParams
 from .train import EpochLog, make_optimizer, run_epoch
 
 # the versions, baseline first: one epoch each, the same signature
-IMPLS = Versions({"baseline": baseline.train_epoch, "optimized": optimized.train_epoch,
-                  "captured": captured.train_epoch})
 
 
 @contextlib.contextmanager
@@ -213,3 +215,179 @@ def step_floor(model: MixtureVAE, batch: int, sep_grad: bool, flops_per_s: float
     t_flops, t_bytes = flops / flops_per_s, bytes_ / bytes_per_s
     return {"flops": flops, "bytes": bytes_, "flops_s": t_flops, "bytes_s": t_bytes,
             "floor_s": max(t_flops, t_bytes), "bound": "FLOPs" if t_flops >= t_bytes else "bytes"}
+
+
+# ---- the claims' evidence (`CLAIMS.judge`) ------------------------------------------------------------------
+
+def decide_timed(impls: dict, batches, *, cfg: VAEParams, progress_file, captured=None, model_cfg, train_cfg,
+                 seed: int, device) -> dict[str, Decision | None]:
+    """The timed claims, each decided in paired rounds (`perflab.kit.verdicts`, at most `cfg.verdict_time` seconds of
+    rounds, stopped once decided): the savings by `decide_saving`, the speed targets by `decide_speedup` where this
+    run is their setup (else None: not timed). A call is one epoch over `batches` (log_every steps, the progress bar
+    drawn into `progress_file`), as the timing table times it; each implementation trains its own model from the
+    seed across its calls; `captured`: the captured step already compiled (and on CUDA recorded), reused as is.
+    Wall time, whatever clock the study's tables use: the verdicts' budget is wall time, and on a CPU another
+    process's turns on the core are taken out of each block (`perflab.kit.rounds.Stopwatch`)."""
+    trainers = {}
+
+    def epoch(name):
+        if name not in trainers:
+            trainers[name] = captured if name == "captured" and captured is not None else \
+                trainer(impls[name], model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+        tr = trainers[name]
+        return lambda: tr.epoch(batches, progress=True, progress_file=progress_file)
+
+    out: dict[str, Decision | None] = {}
+    for key, (before, after) in SAVINGS.items():   # a GPU claim on a CPU run: not timed (its table still is)
+        out[key] = CLAIMS[key].decide(lambda b, a, **kw: decide_saving(epoch(b), epoch(a), **kw), before, after,
+                                      per=cfg.epoch_batches / len(batches), cfg=cfg, device=device)
+    for key, name in SPEEDUPS.items():
+        out[key] = CLAIMS[key].decide(lambda n, **kw: decide_speedup(epoch("baseline"), epoch(n), **kw), name,
+                                      cfg=cfg, device=device)
+    return out
+
+
+def decide_remaps(fns: dict[str, Callable[[], object]], *, cfg: VAEParams, device) -> dict[str, Decision | None]:
+    """The remap cost claims: each remap of `fns` ({"remap_host": f, "remap_unique": f}) warmed up, then timed in
+    blocks of calls, its mean ms per call (`perflab.kit.verdicts.decide_time`), until the 99% interval settles the
+    claim or `cfg.verdict_time` seconds are spent."""
+    return {key: CLAIMS[key].decide(decide_time, fns[name], scale=1e3, quantity="ms per call", cfg=cfg, device=device)
+            for key, name in REMAPS.items()}
+
+
+@dataclasses.dataclass
+class Evidence:
+    """What the notebook measured, by implementation name where it has one (the setup it ran at is the run's:
+    `run.cfg.batch`, `run.cfg.epoch_batches`, `run.device`)."""
+    times: dict                # time per step at `batch` (Measurements): baseline, each change, optimized, captured
+    decisions: dict            # claim key -> Decision (decide_timed, decide_remaps), None where not timed
+    syncs_per_step: dict       # host syncs per step, the loop's metric reads included
+    step_syncs: dict           # host syncs inside the step itself (reads excluded): "optimized", "captured"
+    launches: dict             # launches per step (kernels on CUDA, the aten-op proxy on CPU)
+    host_launches: dict        # per implementation, host calls per step into the GPU runtime (study.host_calls)
+    unique_remap_syncs: dict   # syncs of one torch.unique remap, by op
+    curves: dict               # "baseline = optimized", "optimized = captured": equal to rounding (bool)
+    curve_steps: int
+    captured_gap: float        # largest relative gap between the optimized and captured curves, all steps
+    sep_grad_steers: bool
+    device_kind: str           # the device as the sentences name it (`perflab.kit.env.device_kind`)
+
+
+def _ratio(times: dict, name: str) -> float:
+    """Baseline / `name` time per step from the timing table: the ratio of medians (a figure, never judged: the
+    table's few blocks give no useful 99% interval; the claims are decided in paired rounds)."""
+    return times["baseline"].median / times[name].median
+
+
+def _fewer(launches: dict) -> float:
+    """Baseline's launches over the captured step's (inf when the profiler saw none for the captured step)."""
+    return launches["baseline"] / launches["captured"] if launches["captured"] else math.inf
+
+
+def _rounds(d: Decision) -> str:
+    return f"{d.how}, {d.seconds:.1f} s"
+
+
+def evidence(run, ev: Evidence) -> dict[str, tuple[Measured | Decision | None, str]]:
+    """Each claim's measurement and the sentence that says what it is (on this run's device), for `CLAIMS.judge`."""
+    out, dk, n = {}, ev.device_kind, run.cfg.epoch_batches
+    base_epoch = ev.times["baseline"].median * n
+    for key, (before, after) in SAVINGS.items():
+        d = ev.decisions[key]
+        if d is None:  # not this run's setup: the timing table's medians, not judged
+            saved = (ev.times[before].median - ev.times[after].median) * n
+            out[key] = (None, f"{saved:+.2f} s per {n}-batch epoch on {dk}, {after} vs {before}: the timing table's "
+                              "medians, not judged")
+            continue
+        out[key] = (d, f"{d.value:+.2f} s [{d.low:+.2f}, {d.high:+.2f}] per {n}-batch epoch on {dk}, {after} vs "
+                       f"{before} ({_rounds(d)}; {100 * d.value / base_epoch:+.1f}% of the baseline's "
+                       f"{base_epoch:.0f} s epoch)")
+    for key, impl in REMAPS.items():
+        d = ev.decisions[key]
+        if d is None:
+            out[key] = (None, f"{impl} on {dk}: not judged (the remap timings above show what it costs here)")
+            continue
+        out[key] = (d, f"{d.value:.4f} ms [{d.low:.4f}, {d.high:.4f}] per call of {impl} on {dk} ({d.how}, "
+                       f"{d.seconds:.2f} s)")
+    u = sum(ev.unique_remap_syncs.values())
+    out["unique_syncs"] = (Measured.exact(u), f"{u} syncs per call ({dict(ev.unique_remap_syncs)}) vs 2 for the CPU "
+                                              f"round trip; the presence table: 0")
+    same = ev.curves["baseline = optimized"]
+    out["integrity"] = (Measured.exact(int(same)), f"baseline vs optimized equal to rounding over {ev.curve_steps} "
+                                                   f"steps: {same}")
+    out["sep_grad"] = (Measured.exact(int(ev.sep_grad_steers)),
+                       f"with sep_grad=True its gradient reaches the encoder (weights differ: {ev.sep_grad_steers})")
+    for impl in ("optimized", "captured"):
+        k = ev.step_syncs[impl]
+        out[f"{impl}_syncs"] = (Measured.exact(k), f"{k} in the step; {ev.syncs_per_step[impl]:.2f} per step with "
+                                                   f"the metric reads (one per log_every steps)")
+    for key, impl in SPEEDUPS.items():
+        d = ev.decisions.get(key)
+        out[key] = ((d, f"{d.value:.2f}x [{d.low:.2f}, {d.high:.2f}] (baseline / {impl}, per step, batch {run.cfg.batch}) "
+                        f"on {dk} ({_rounds(d)})") if d is not None else
+                    (None, f"{_ratio(ev.times, impl):.2f}x (baseline / {impl}, per step, batch {run.cfg.batch}) on {dk}: "
+                           f"the timing table's ratio of medians, not judged"))
+    cap = ev.curves["optimized = captured"]
+    out["captured_math"] = (Measured.exact(int(cap)), f"optimized vs captured equal to rounding (checked over the "
+                                                      f"first {min(ev.curve_steps, CHECKED_STEPS)} steps): {cap}; "
+                                                      f"largest relative gap over {ev.curve_steps} steps "
+                                                      f"{ev.captured_gap:.1e}")
+    h = ev.host_launches["captured"]
+    out["captured_launches"] = (Measured.exact(h["graph"] + h["kernel"]) if run.device.type == "cuda" else None,
+                                f"{h['graph']:.2f} graph launch + {h['kernel']:.2f} kernel launches (the RNG "
+                                f"prologue of a replay) per step; {h['copy']:.2f} copies apart (2 inputs, the metric "
+                                f"ring's read)" if run.device.type == "cuda"
+                                else f"no CUDA runtime on {dk}; {ev.launches['captured']:.1f} aten ops per step")
+    r = _fewer(ev.launches)
+    out["cpu_ops_10x"] = (Measured.exact(r), f"{ev.launches['baseline']:.0f} -> {ev.launches['captured']:.0f} "
+                                             f"{'kernels' if run.device.type == 'cuda' else 'aten ops'} per step: "
+                                             f"{r:.1f}x fewer on {dk}")
+    return out
+
+
+def seed_table(run, ev: Evidence, rows: list[dict]):
+    """The seed's table with measured values: the saving per step (the timing table's medians), per epoch (the
+    paired rounds' mean and 99% interval), syncs removed per step, the verdict (`CLAIMS.judge`'s rows), and a
+    last row for all of ours together (medians only: no claim, no paired rounds)."""
+    import pandas as pd
+
+    verdicts = {r["key"]: verdict_text(r) for r in rows}
+    out = []
+    for key, (before, after) in {**SAVINGS, "all": ("baseline", "optimized")}.items():
+        per_step = ev.times[before].median - ev.times[after].median
+        d = ev.decisions.get(key)
+        epoch = f"{d.value:+.1f} s [{d.low:+.1f}, {d.high:+.1f}]" if d is not None else \
+            f"{per_step * run.cfg.epoch_batches:+.1f} s (medians)"
+        change = CLAIMS[key].text.split(" save")[0] if key in SAVINGS else "All changes here (optimized, same math)"
+        out.append({"change": change, "seed claim": CLAIMS[key].claimed if key in SAVINGS else "-",
+                    "saving per step": f"{per_step * 1e3:+.3f} ms", f"per {run.cfg.epoch_batches}-batch epoch": epoch,
+                    "syncs removed per step": round(ev.syncs_per_step[before] - ev.syncs_per_step[after], 2),
+                    "verdict": verdicts.get(key, "-")})
+    return pd.DataFrame(out)
+
+
+def reading(run, ev: Evidence, rows: list[dict], kinds: dict[str, float]) -> list[str]:
+    """Sentences for the notebook's reading of this run: time and launches per step, and for a missed launch
+    target, by how much and what the captured step's remaining launches are (`kinds`: study.launch_kinds)."""
+    v = {r["key"]: r["verdict"] for r in rows}
+    unit = "kernels" if run.device.type == "cuda" else "aten ops"
+    out = [f"Per step at batch {run.cfg.batch} on {ev.device_kind}: " + "; ".join(
+        f"{impl} {ev.times[impl].median * 1e3:.2f} ms, {ev.launches[impl]:.0f} {unit}"
+        for impl in ("baseline", "optimized", "captured")) + "."]
+    r, o = _ratio(ev.times, "captured"), _ratio(ev.times, "optimized")
+    out.append(f"The captured step runs at {r:.2f}x the baseline's speed (optimized: {o:.2f}x; the timing table's "
+               f"ratios of medians).")
+    ratio = _fewer(ev.launches)
+    if run.device.type != "cuda" and v["cpu_ops_10x"] != "holds":
+        top = sorted(kinds.items(), key=lambda kv: -kv[1])
+        floor = kinds.get(MATMULS, 0) + kinds.get(DRAWS, 0) + kinds.get(GRAPH_CALLS, 0)
+        out.append(f"CPU op target: {ratio:.1f}x fewer ops, short of 10x by {10 / ratio:.1f}x. The captured step's "
+                   f"{ev.launches['captured']:.0f} ops per step are: " +
+                   ", ".join(f"{k} {n:.0f}" for k, n in top if n >= 0.5) + ". " +
+                   (f"The matmuls and the random draws, with the graph calls, are {floor:.0f} ops per step: while "
+                    f"they stay aten calls the step cannot dispatch fewer, {ev.launches['baseline'] / floor:.1f}x "
+                    f"fewer than the baseline at most." if floor else ""))
+    if run.device.type == "cuda":
+        out.append("Host calls into the CUDA runtime per step (all kinds): " + "; ".join(
+            f"{impl} {sum(ev.host_launches[impl].values()):.1f}" for impl in ("baseline", "optimized", "captured")) + ".")
+    return out
