@@ -296,3 +296,38 @@ def test_solver_checks_fail_on_losses_1e3_off_after_40_iterations(monkeypatch):
     assert [n for n, ok in got.items() if not ok] == [
         "baseline: loss matrix after 40 iterations within 1e-4 of the reference",
         "optimized: loss matrix after 40 iterations within 1e-4 of the reference"]
+
+
+def test_the_small_problem_is_the_seeded_one_with_two_empty_latents_in_the_datas_dtype():
+    """The data of seed 3: 683 nonzeros, 2 of the 13 latents never fire, the classes' positives 37, 79, 17, 10, 14
+    and none in the sixth, its labels in the data's own dtype (uint8), the empty class's column too."""
+    xs, ys = checks.small_problem()
+    dense = xs.to_dense()
+    assert int((dense != 0).sum()) == 683 and int(((dense != 0).sum(0) == 0).sum()) == 2
+    assert ys.sum(0).tolist() == [37, 79, 17, 10, 14, 0] and ys.dtype == torch.uint8
+
+
+def test_the_weights_rule_is_relative_to_1e4_of_the_reference():
+    """A weight of 50 off by 3e-3 is within 1e-4 + 1e-4 x 50 (a float32 solver's rounding on a large weight)."""
+    ref = types.SimpleNamespace(coef_=np.array([[50.0]]), intercept_=np.array([[0.0]]))
+    assert checks._gap(types.SimpleNamespace(coef_=np.array([[50.003]]), intercept_=np.array([[0.0]])), ref)[0]
+
+
+@pytest.mark.parametrize("how, passed", [("relative", False), ("absolute", True)])
+def test_the_qx_check_allows_1e6_absolute_plus_1e6_relative(monkeypatch, how, passed):
+    """qx from the plan 5e-6 relative off the baseline's (qx ~0.6-4.6: beyond 1e-6 + 1e-6 x |qx|) fails the check;
+    9e-7 absolute off passes it. The loss checks print their tolerance as 1e-4."""
+    from perflab.probe1d.optimized import OptimizedSolver
+
+    plan = OptimizedSolver.plan
+
+    def moved(self, xs, ys, *a, **k):
+        p = plan(self, xs, ys, *a, **k)
+        p.qx = p.qx * (1 + 5e-6) if how == "relative" else p.qx + 9e-7
+        return p
+
+    monkeypatch.setattr(OptimizedSolver, "plan", moved)
+    got = {c.name: c for c in checks.solver_checks()}
+    assert got[checks.QX_CHECK].passed is passed
+    assert got["optimized: loss matrix after 40 iterations within 1e-4 of the reference"].detail.endswith(
+        ", allowed 1e-4, over 78 (latent, class) pairs")
