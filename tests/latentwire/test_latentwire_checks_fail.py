@@ -209,3 +209,30 @@ def test_a_gap_prints_as_its_power_of_ten_and_shapes_that_differ_as_inf():
     assert checks._gap(torch.tensor([]), torch.tensor([])) == "inf"
     assert checks._close(torch.tensor([1.0], dtype=torch.bfloat16), torch.tensor([1.001]), rtol=0.0, atol=1e-2)
     assert not checks._close(torch.tensor([1.0]), torch.tensor([1.02]), rtol=1e-2, atol=0.0)
+
+
+def test_the_checks_build_the_notebooks_model_and_count_the_optimized_steps_syncs(monkeypatch):
+    """The single-pass checks take the notebook's config, LM and device with seed + 1; the sync check builds each
+    version's model from the notebook's seed and hands the trainer the device, lr, accumulation and seed, the
+    optimized one with its five sync-free toggles (pinned batches, the cache, fused AdamW, no step sync, single pass):
+    the step the notebook times, not another."""
+    build, built, made = checks.build_model, [], []
+
+    def recorded(*a, **k):
+        built.append((a, k))
+        return build(*a, **k)
+
+    def maker(name):
+        return lambda f: lambda *a, **k: made.append((name, k)) or f(*a, **k)
+
+    monkeypatch.setattr(checks, "build_model", recorded)
+    checks.single_pass_checks(P, EXAMPLES, CPU)
+    assert built == [((P.model_config(),), dict(seed=P.seed + 1, lm=P.lm, device=CPU))]
+    built.clear()
+    _versions(monkeypatch, baseline=maker("baseline"), optimized=maker("optimized"))
+    checks.host_sync_check(P, EXAMPLES, CPU)
+    assert built == [((P.model_config(),), dict(seed=P.seed, lm=P.lm, device=CPU))] * 2
+    common = dict(device=CPU, lr=P.lr, accum_steps=P.accum_steps, seed=P.seed)
+    assert made == [("baseline", common), ("optimized", {**common, "pin_memory": True, "pretokenize": True,
+                                                          "fused_adamw": True, "no_step_sync": True,
+                                                          "single_pass": True})]
