@@ -94,27 +94,27 @@ def _profiles(needle, shares):
 
 
 def test_a_share_is_the_mean_of_the_profiles_with_its_t_interval():
-    m = claims.share_measured(_profiles("x", (0.80, 0.79, 0.83, 0.81, 0.82)), "x")
+    m = study.share_measured(_profiles("x", (0.80, 0.79, 0.83, 0.81, 0.82)), "x")
     sd = (sum((v - 0.81) ** 2 for v in (0.80, 0.79, 0.83, 0.81, 0.82)) / 4) ** 0.5
     assert m.value == pytest.approx(0.81) and m.high - m.value == pytest.approx(4.604 * sd / 5 ** 0.5, rel=1e-3)
-    one = claims.share_measured(_profiles("x", (0.80,)), "x")            # one profile: no interval
+    one = study.share_measured(_profiles("x", (0.80,)), "x")            # one profile: no interval
     assert one.low == -float("inf") and one.high == float("inf")
 
 
 def test_a_share_is_judged_as_its_factor_from_the_seeds():
     slab = claims.PROFILE_CLAIMS["compute_slab_stats"]                    # claimed 99.9%, within 1.5x holds
-    near = claims.factor_from_seed(claims.share_measured(_profiles("c", (0.80, 0.79, 0.83, 0.81, 0.82)), "c"), 0.999)
+    near = study.factor_from_seed(study.share_measured(_profiles("c", (0.80, 0.79, 0.83, 0.81, 0.82)), "c"), 0.999)
     assert slab.verdict(near, ProfileParams(), "cpu") == "holds"
-    around = claims.factor_from_seed(Measured(0.66, 0.62, 0.70), 0.999)  # 1.43x .. 1.61x off
+    around = study.factor_from_seed(Measured(0.66, 0.62, 0.70), 0.999)  # 1.43x .. 1.61x off
     assert slab.verdict(around, ProfileParams(), "cpu") == "within noise"
-    assert claims.factor_from_seed(Measured(0.093, 0.05, 0.2), 0.093).low == 1.0   # holds the seed's share
+    assert study.factor_from_seed(Measured(0.093, 0.05, 0.2), 0.093).low == 1.0   # holds the seed's share
     item = claims.PROFILE_CLAIMS["tensor_item"]                           # claimed 9.3%, a GPU mechanism
-    low = claims.factor_from_seed(Measured(0.033, 0.03, 0.036), 0.093)    # ~3x off
+    low = study.factor_from_seed(Measured(0.033, 0.03, 0.036), 0.093)    # ~3x off
     assert item.verdict(low, ProfileParams(), "cpu") == "not tested here"
     assert item.verdict(low, ProfileParams(), "cuda") == "partly holds"
-    gone = claims.factor_from_seed(Measured.exact(0.0), 0.093)            # a share of 0: infinitely far
+    gone = study.factor_from_seed(Measured.exact(0.0), 0.093)            # a share of 0: infinitely far
     assert item.verdict(gone, ProfileParams(), "cuda") == "does not hold"
-    unbounded = claims.factor_from_seed(Measured(0.09, -float("inf"), float("inf")), 0.093)
+    unbounded = study.factor_from_seed(Measured(0.09, -float("inf"), float("inf")), 0.093)
     assert item.verdict(unbounded, ProfileParams(), "cuda") == "within noise"
 
 
@@ -127,9 +127,10 @@ FITS = {"baseline": _fitted(zero_grad_fallback_coords=154, zero_grad_fallback_co
 
 
 @pytest.mark.parametrize("device_type", ["cpu", "cuda"])
-def test_profile_found_is_what_profile_claims_judge(device_type):
+def test_profile_evidence_is_what_profile_claims_judge(device_type):
     base = [FakeProfile({"compute_slab_stats": s, ".item": 0.0333333333}) for s in (0.8123456, 0.79, 0.83, 0.8, 0.81)]
-    found = claims.profile_found(base, FakeProfile({}), FITS, device_type)
+    run = types.SimpleNamespace(cfg=ProfileParams(), device=types.SimpleNamespace(type=device_type))
+    found = study.profile_evidence(run, base, FakeProfile({}), FITS)
     rows = {r["key"]: r for r in claims.PROFILE_CLAIMS.judge(found, cfg=ProfileParams(), device=device_type)}
     assert rows["compute_slab_stats"]["verdict"] == "holds"
     assert "80.8% on " + device_type + " (mean of 5 profiles, 99% interval 77.8% to 83.9%)" in \
@@ -145,7 +146,7 @@ def test_profile_found_is_what_profile_claims_judge(device_type):
 
 
 def test_breakdown_table_is_rounded():
-    table = claims.breakdown({"baseline": [FakeProfile({"compute_slab_stats": 0.81549}) for _ in range(5)],
+    table = study.breakdown({"baseline": [FakeProfile({"compute_slab_stats": 0.81549}) for _ in range(5)],
                               "optimized": FakeProfile({})})
     assert list(table["frame"]) == [f for f, _, _ in claims.SEED_BREAKDOWN]
     assert table.loc[0, "baseline"] == "81.5% (81.5% to 81.5%)" and table.loc[0, "optimized"] == "0%"
@@ -163,12 +164,12 @@ def _found(decisions, device_type="cpu", fallbacks=(6960, 6960), floor=None):
     fits = {"baseline": dict(fallbacks=fallbacks[0], zero_grad_fallbacks=fallbacks[1], frozen_share=0.0),
             "optimized float32": summary, "optimized float64": dict(summary, frozen_share=0.945)}
     mode = "compiled (default, inductor)"
-    return claims.slab_found(decisions, default=dict(_ratio(15.1234567, 11.5, 16.9), n_rows=4096, n_classes=32),
-                             side={"eager": _ratio(5.2, 4.7, 5.5), mode: _ratio(15.4, 14.5, 16.0)},
-                             fit=_ratio(25.0, 23.0, 27.0), fits=fits, qx_ok=True,
-                             hours={"baseline": 344.7, "optimized": 22.81}, above=_ratio(4.4, 4.0, 6.3),
-                             floor=floor or {"bound": "sigmoid throughput"}, slabs=0, device_type=device_type,
-                             mode=mode)
+    run = types.SimpleNamespace(cfg=SlabStatsParams(baseline_slabs=0), device=types.SimpleNamespace(type=device_type))
+    return study.evidence(run, decisions, default=dict(_ratio(15.1234567, 11.5, 16.9), n_rows=4096, n_classes=32),
+                          side={"eager": _ratio(5.2, 4.7, 5.5), mode: _ratio(15.4, 14.5, 16.0)},
+                          fit=_ratio(25.0, 23.0, 27.0), fits=fits, qx_ok=True,
+                          hours={"baseline": 344.7, "optimized": 22.81}, above=_ratio(4.4, 4.0, 6.3),
+                          floor=floor or {"bound": "sigmoid throughput"}, mode=mode)
 
 
 @pytest.fixture(scope="module")
@@ -183,14 +184,14 @@ def tiny():
 def test_slab_decisions_are_what_slab_claims_judge(tiny):
     x, y, pair, floor = tiny
     cfg = SlabStatsParams(verdict_time=0.5)                 # the CPU defaults' setup, a small budget, tiny data
-    decisions = claims.decide_slab_claims(x, y, pair, floor, cfg=cfg, device="cpu")
+    decisions = study.decide_slab_claims(x, y, pair, floor, cfg=cfg, device="cpu")
     assert set(decisions) == {"cpu_10x", "floor_3x"}          # gpu_100x, job_18h: GPU claims, not timed on a CPU
     assert all(isinstance(d, Decision) and d.rounds >= 1 for d in decisions.values())
     assert decisions["floor_3x"].quantity == "times the floor" and decisions["cpu_10x"].quantity == "speedup"
     rows = {r["key"]: r for r in claims.SLAB_CLAIMS.judge(_found(decisions), cfg=cfg, device="cpu")}
     assert set(rows) == set(claims.SLAB_CLAIMS.keys) and all(r["verdict"] in VERDICTS for r in rows.values())
     assert rows["gpu_100x"]["verdict"] == "not tested here"
-    assert rows["cpu_10x"]["measured"].startswith(f"{claims.g3(decisions['cpu_10x'].value)}x [")
+    assert rows["cpu_10x"]["measured"].startswith(f"{study.g3(decisions['cpu_10x'].value)}x [")
     assert "one whole LM iteration at 4096 rows x 32 classes" in rows["cpu_10x"]["measured"]
     assert "mean of" in rows["cpu_10x"]["measured"] and "calls" in rows["cpu_10x"]["measured"]
     assert "rounds" in rows["floor_3x"] and rows["job_18h"]["why"] == "measured on cpu"

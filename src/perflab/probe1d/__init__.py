@@ -12,8 +12,9 @@ against what floor).
     optimized.py  Sparse1DProbe with the rework (OptimizedSolver); its parts: plan, kernels, evaluate
     config.py     ProbeConfig (the solver's settings, either version) and the LM constants
     checks.py     the notebooks' correctness checks
-    study.py      their measurements, and IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": ...}
-    claims.py     the seed's claims and the issue's targets with their verdict rules
+    claims.py     PROFILE_CLAIMS (01) and SLAB_CLAIMS (02): the seed's claims and the issue's targets, as data
+    study.py      their measurements, profile_evidence(run, ...) and evidence(run, ...) for the two claim tables,
+                  and IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": ...}
 
 `perflab.probe1d.Sparse1DProbe` is the optimized version; the baseline is `study.IMPLS["baseline"]`.
 """

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 import warnings
 
@@ -25,8 +26,19 @@ import torch
 
 from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, speedup, speedup_range
 from ..kit.env import pick_device
+from ..kit.verdicts import Decision, Measured
 from ..kit.versions import Variant, Versions
 from . import baseline, optimized
+from .claims import (
+    FLOOR_CLAIM,
+    GPU_MECHANISM,
+    PROFILE_CLAIMS,
+    SEED_BREAKDOWN,
+    SEED_JOB,
+    SEED_SHARES,
+    SHARE_CONFIDENCE,
+    SPEED_CLAIMS,
+)
 from .probe import Sparse1DProbeBase
 
 IMPLS = Versions({"baseline": baseline.Sparse1DProbe, "optimized": optimized.Sparse1DProbe})  # the baseline first
@@ -348,3 +360,153 @@ def decide_floor(x, y, config: dict, floor: dict, rule: dict, *, device, max_run
     kernel, per_call = floor_kernel(floor, device)
     return decide_speedup(opt, kernel, **rule, scale=1 / per_call, quantity="times the floor",
                           max_run_time=max_run_time, device=device)
+
+
+# ---- the claims' evidence (`PROFILE_CLAIMS.judge`, `SLAB_CLAIMS.judge`) -----------------------------------------
+
+def share_measured(profiles: list, needle: str) -> Measured:
+    """The mean share of `needle` over repeated profiles of the same fit, with its SHARE_CONFIDENCE interval."""
+    return Measured.from_samples([p.share(needle) for p in profiles], confidence=SHARE_CONFIDENCE)
+
+
+def _factor(share: float, seed: float) -> float:
+    return math.inf if share <= 0 else max(share / seed, seed / share)
+
+
+def factor_from_seed(m: Measured, seed: float) -> Measured:
+    """A share's interval as the factor between it and the seed's share (module doc)."""
+    ends = (_factor(m.low, seed), _factor(m.high, seed))
+    low = 1.0 if m.low <= seed <= m.high else min(ends)
+    v = _factor(m.value, seed)
+    return Measured(v, min(low, v), max(max(ends), v))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g}%" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
+
+
+def profile_evidence(run, profiles: list, optimized, fits: dict) -> dict:
+    """Notebook 01's claims' measurements, keyed by claim (what `PROFILE_CLAIMS.judge` takes): the shares of the
+    baseline's plain profiles (`profiles`; `optimized`: one profile of the optimized fit) on the run's device and the
+    zero-gradient fallback counts of `fits`."""
+    device_type = run.device.type
+    found = {}
+    for key, (_, needle, seed) in SEED_SHARES.items():
+        m = share_measured(profiles, needle)
+        text = (f"baseline {_pct(m.value)} on {device_type} (mean of {len(profiles)} profiles, "
+                f"{SHARE_CONFIDENCE:.0%} interval {_pct(m.low)} to {_pct(m.high)}); optimized "
+                f"{_pct(optimized.share(needle))}")
+        if PROFILE_CLAIMS[key].off_setup(None, device_type):     # a GPU mechanism, on another device
+            text += f"; a GPU mechanism: {GPU_MECHANISM[key]}"
+        found[key] = (factor_from_seed(m, seed), text)
+    cb, co = fits["baseline"].counters_, fits["optimized"].counters_
+    zb, zo = cb["zero_grad_fallback_coords"], co["zero_grad_fallback_coords"]
+    n_lat, n_cls = fits["baseline"].coef_.shape
+    found["zero_grad_fallback"] = (Measured.exact(zb), f"baseline: {zb} distinct coordinates, "
+                                   f"{cb['zero_grad_fallback_coord_iters']} fallbacks over the fit ({n_lat} latents "
+                                   f"x {n_cls} classes)")
+    found["zero_grad_exit"] = (Measured.exact(zo), f"optimized: {zo} coordinates in the fallback, "
+                               f"{co['zero_grad_skipped_coords']} skipped before the LM tries")
+    return found
+
+
+def breakdown(columns: dict) -> object:
+    """The seed's frames and shares beside ours: {label: a Profile, or a list of profiles of the same fit (median
+    share, with its SHARE_CONFIDENCE interval)}. -> pandas DataFrame, shares in % to 3 significant figures."""
+    import pandas as pd
+
+    out = []
+    for frame, needle, seed in SEED_BREAKDOWN:
+        r = {"frame": frame, "claimed (seed, A100)": f"{100 * seed:.1f}%"}
+        for label, profs in columns.items():
+            m = share_measured(profs if isinstance(profs, list) else [profs], needle)
+            r[label] = _pct(m.value) + (f" ({_pct(m.low)} to {_pct(m.high)})" if isinstance(profs, list) else "")
+        out.append(r)
+    return pd.DataFrame(out)
+
+
+def g3(v: float) -> str:
+    """3 significant figures, without exponents below 1e4: 15.1, 0.952, 1062 -> '1.06e+03' never."""
+    if not math.isfinite(v):
+        return str(v)
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def rng(d: dict, unit: str = "x") -> str:
+    """'15.1x (p20-p80 11.5-16.9x)' from {"ratio", "low", "high"}: a table's spread, not a verdict's interval."""
+    return f"{g3(d['ratio'])}{unit} (p20-p80 {g3(d['low'])}-{g3(d['high'])}{unit})"
+
+
+def hook_sentence(costs: dict) -> str:
+    """The seed's second profile (iteration hook + debug logging on), timed: {impl: hook_cost(...)}."""
+    parts = [f"{impl} {rng(c)} of the plain fit's time" for impl, c in costs.items()]
+    within = all(c["low"] <= 1.0 <= c["high"] for c in costs.values())
+    return ("iteration hook + debug logging: " + "; ".join(parts)
+            + ("; every p20-p80 range includes 1" if within else ""))
+
+
+def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> float:
+    """Hours for the seed's whole job (nnz x classes x iterations) at a measured cost per (event, class)."""
+    return seconds_per_pair_event * job["nnz"] * job["n_classes"] * job["max_iter"] / 3600.0
+
+
+def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[str, Decision]:
+    """Notebook 02's timed claims, each decided in paired rounds of at most `cfg.verdict_time` seconds: the speed
+    claims whose setup is this run's (`decide_speedup` of the whole LM iteration) and the distance from `floor`
+    (`decide_floor`). `pair`: {"baseline": Variant, "optimized": Variant} as the sweep's.
+    -> {key: Decision}"""
+    out = {}
+    for c in SPEED_CLAIMS:
+        d = c.decide(decide_iteration_speedup, x, y, pair, cfg=cfg, device=device)
+        if d is not None:
+            out[c.key] = d
+    out[FLOOR_CLAIM.key] = decide_floor(x, y, pair["optimized"].knobs, floor, FLOOR_CLAIM.rule, device=device,
+                                              max_run_time=cfg.verdict_time)
+    return out
+
+
+def _x(d: Decision, unit: str = "x") -> str:
+    return f"{g3(d.value)}{unit} [{g3(d.low)}, {g3(d.high)}]"
+
+
+def evidence(run, decisions: dict, *, default: dict, side: dict, fit: dict, fits: dict, qx_ok: bool, hours: dict,
+             above: dict, floor: dict, mode: str) -> dict:
+    """Notebook 02's claims' measurements, keyed by claim (what `SLAB_CLAIMS.judge` takes), on the run's device with
+    its `baseline_slabs` (0: all). `decisions`: `decide_slab_claims`'s; `default`: the
+    sweep's row at the default size; `side`: {mode: ratio dict} of the side-by-side cell; `fit`: the whole-fit ratio
+    dict; `fits`: {name: summary dict} of the whole fits; `hours`: the job extrapolated per impl; `above`: the
+    sweep's optimized iteration over the floor (ratio dict); `mode`: the compile setting's label. Tables' numbers
+    (p20-p80) ride along in the sentences."""
+    device_type, slabs = run.device.type, run.cfg.baseline_slabs
+    size = f"{default['n_rows']} rows x {default['n_classes']} classes"
+    part = part_classes(dict(baseline_slabs=slabs), default["n_classes"])
+    how = (f"one whole LM iteration at {size} ({mode})" if part == default["n_classes"] else
+           f"one LM iteration of the first {slabs} slab(s) of 8 classes, {default['n_rows']} rows x {part} classes on "
+           f"both sides ({mode})")
+    tables = f"the sweep {rng(default)}; side by side: " + "; ".join(f"{k} {rng(v)}" for k, v in side.items())
+    found = {}
+    for c in SPEED_CLAIMS[:2]:
+        d = decisions.get(c.key)
+        found[c.key] = ((d, f"{_x(d)} per LM iteration, {how}: {d.how}; {tables}") if d is not None else
+                        (None, f"on {device_type} at {size}: {tables}" + (f"; {c.why_not}" if c.why_not else "")))
+    job = decisions.get("job_18h")
+    found["job_18h"] = (job, (f"{_x(job)} per LM iteration ({how}: {job.how}): 18 h -> "
+                              f"{g3(SEED_JOB['hours'] / job.value)} h; "
+                              if job is not None else "") +
+                        f"extrapolated on {device_type}: baseline {g3(hours['baseline'])} h, optimized "
+                        f"{g3(hours['optimized'])} h at full activity; whole fit {rng(fit)}")
+    d = decisions.get(FLOOR_CLAIM.key)
+    found[FLOOR_CLAIM.key] = (d, (f"{_x(d, 'x the floor')} (the optimized iteration, {mode}, against the floor's "
+                                  f"kernel: {floor['bound']}; {d.how}); " if d is not None else "")
+                              + f"the sweep's median {rng(above, 'x the floor')}")
+    f32, f64, fb = fits["optimized float32"], fits["optimized float64"], fits["baseline"]
+    num32 = (fb["fallbacks"] - fb["zero_grad_fallbacks"]) + (f32["fallbacks"] - f32["zero_grad_fallbacks"])
+    num64 = f64["fallbacks"] - f64["zero_grad_fallbacks"]
+    found["float64"] = (Measured.exact(max(0, num32 - num64)),
+                        f"fallbacks not at a zero gradient: {num32} with float32 sums (baseline and optimized), "
+                        f"{num64} with float64; all {fb['fallbacks']} baseline fallbacks: {fb['zero_grad_fallbacks']} "
+                        f"at an exactly zero gradient; coordinates converged float32 {100 * f32['frozen_share']:.3g}%, "
+                        f"float64 {100 * f64['frozen_share']:.3g}%")
+    found["qx"] = (Measured.exact(1.0 if qx_ok else 0.0), "qx comes out of the plan's one sparse product (with the "
+                   "label sums); " + ("equal to the separate pass (1e-6)" if qx_ok else "NOT equal to the separate pass"))
+    return found
