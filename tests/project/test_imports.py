@@ -212,3 +212,25 @@ def test_every_module_imports():
         except Exception as e:  # noqa: BLE001 (every failure is reported, named)
             failed[name] = f"{type(e).__name__}: {e}"
     assert not failed, failed
+
+
+def test_a_rooms_claims_are_data_below_its_study():
+    """The template's direction: a room's claims.py imports the kit and the parameters (and config) it checks its
+    setups against, nothing that measures; its study.py imports it and measures the claims (`evidence(run, ...)`),
+    with every table a kit `Claims` named CLAIMS (probe1d's two notebooks: PROFILE_CLAIMS and SLAB_CLAIMS)."""
+    import importlib
+
+    from perflab.kit.claims import Claims
+
+    graph = import_graph()
+    rooms = sorted(m for m in graph if m.endswith(".claims") and not m.startswith("perflab.kit"))
+    assert len(rooms) == 6, rooms
+    wrong = {m: sorted(t for t in graph[m] if not t.startswith("perflab.kit") and not t.endswith((".params", ".config")))
+             for m in rooms}
+    assert not any(wrong.values()), f"claims modules that import what measures: {wrong}"
+    for m in rooms:
+        study = m.removesuffix(".claims") + ".study"
+        assert m in graph[study], f"{study} does not import {m}"
+        tables = [n for n, v in vars(importlib.import_module(m)).items() if isinstance(v, Claims)]
+        assert tables == (["PROFILE_CLAIMS", "SLAB_CLAIMS"] if m == "perflab.probe1d.claims" else ["CLAIMS"]), (m, tables)
+        assert callable(getattr(importlib.import_module(study), "evidence", None)), f"{study} has no evidence()"

@@ -190,3 +190,11 @@ def test_the_evaluation_variants_are_the_seeds_loop_first_and_the_padded_version
     assert [(k, v.version, v.knobs["compile"]) for k, v in off.items()] == [
         ("no compile, unpadded", "baseline", "off"), ("no compile, padded", "optimized", "off")]
     assert all(v.fn is study.IMPLS[v.version] for v in (*on.values(), *off.values()))
+
+
+def test_no_recompiles_with_padding_passes_at_zero_graphs_only():
+    from perflab.prover.evaluation import checks
+
+    assert checks.no_recompiles_with_padding(0).passed
+    one = checks.no_recompiles_with_padding(1)
+    assert not one.passed and one.detail == "1 graphs compiled after warm-up, padded (allowed 0)"

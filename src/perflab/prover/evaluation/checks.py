@@ -111,3 +111,10 @@ def ranks_across_batches(kg, engine, policy, queries, cs, batches, max_depth: in
                   off_ranks == 0 and off_scores == 0,
                   f"{off_ranks} of {n} ranks outside their tie bounds, {off_scores} scores off by more than 1e-5 "
                   "(allowed 0)")], evals
+
+
+def no_recompiles_with_padding(padded_graphs: int) -> Check:
+    """The padded version compiles nothing after its warm-up (`study.recompiles_by_tail`'s graphs, summed over the
+    padded rows): every chunk has the batch's shape, so a new tail size is no new shape."""
+    return Check("zero recompiles after warm-up with padding", padded_graphs == 0,
+                 f"{padded_graphs} graphs compiled after warm-up, padded (allowed 0)")

@@ -58,7 +58,7 @@ def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: 
                     "syncs": dict(syncs.by_op), "host_operands": dict(host.by_op)}
 
 
-def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> dict:
+def link_ranks_across_batches(kg, lp, queries: torch.Tensor, batches) -> list[Check]:
     """`links.predict`'s fitted ranks of `queries` with the search run at several batch sizes (other chunkings
     and paddings): equal under every tie rule, up to fitted scores within 1e-5 of each other (another number of
     rows may round differently on a GPU: `ranking.rank_bounds`; on a CPU they are identical)."""
