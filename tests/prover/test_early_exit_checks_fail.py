@@ -204,3 +204,19 @@ def test_the_ranks_check_counts_a_rank_moved_by_a_score_half_a_unit_off(workload
     assert (got[4].name, got[4].passed, got[4].detail) == (
         "toy: ranks equal across strategies up to float rounding", False,
         "1 of 5 ranks outside their tie bounds (allowed 0)")
+
+
+@pytest.mark.parametrize("graphs, passed", [
+    ({"bucketed": 3, "full": 1, "masked": 1, "recycle": 1, "compact": 9}, True),
+    ({"bucketed": 4, "full": 1, "masked": 1, "recycle": 1, "compact": 9}, False),   # a bucket compiled twice
+    ({"bucketed": 3, "full": 2, "masked": 1, "recycle": 1, "compact": 9}, False),   # a tail's shape leaked into full
+    ({"bucketed": 3, "full": 1, "masked": 2, "recycle": 1, "compact": 9}, False),
+    ({"bucketed": 3, "full": 1, "masked": 1, "recycle": 2, "compact": 9}, False),
+    ({"bucketed": 3, "full": 0, "masked": 0, "recycle": 0, "compact": 9}, False),   # nothing compiled: not one each
+])
+def test_one_graph_per_bucket_fails_on_a_recompile_of_any_version(graphs, passed):
+    """Bucketed: one graph per bucket it ran (3 here); full, masked and recycle one each; the detail prints them."""
+    c = checks.one_graph_per_bucket(graphs, [8, 16, 32])
+    assert (c.name, c.passed) == ("bucketed compiles one graph per bucket; full, masked and recycle one each", passed)
+    assert c.detail == (f"bucketed {graphs['bucketed']} graphs for 3 buckets; full, masked, recycle {graphs['full']}, "
+                        f"{graphs['masked']}, {graphs['recycle']}")

@@ -258,3 +258,11 @@ def test_03s_checks_take_the_seed_of_their_random_states(setup):
     _, info = checks.correctness_03(kg, engine, policy, queries, max_depth=4, seed=3)
     assert info["engine"] == checks.engine_vs_reference(kg, engine, n_states=400, seed=3)
     assert info["engine"] != checks.engine_vs_reference(kg, engine, n_states=400, seed=0)
+
+
+@pytest.mark.parametrize("graphs, passed", [(0, True), (1, False), (3, False)])
+def test_the_padding_check_fails_on_any_graph_compiled_after_warm_up(graphs, passed):
+    """Padded chunks all have the batch's shape: one graph compiled after warm-up is a recompile per tail size."""
+    c = checks.no_recompiles_with_padding(graphs)
+    assert (c.name, c.passed, c.detail) == ("zero recompiles after warm-up with padding", passed,
+                                            f"{graphs} graphs compiled after warm-up, padded (allowed 0)")
