@@ -4,6 +4,7 @@ forward's, an extra LM forward, a version with every toggle off that trains othe
 tokenizer's, an attention kernel that computes something else, a step that syncs, a compiled step that is not the eager
 one. A check that cannot fail would let every such bug through."""
 import contextlib
+import dataclasses
 import types
 
 import torch
@@ -236,3 +237,58 @@ def test_the_checks_build_the_notebooks_model_and_count_the_optimized_steps_sync
     assert made == [("baseline", common), ("optimized", {**common, "pin_memory": True, "pretokenize": True,
                                                           "fused_adamw": True, "no_step_sync": True,
                                                           "single_pass": True})]
+
+
+class _OtherSamples:
+    """A trainer whose steps record other sample ids than they train on (its losses are the trainer's own)."""
+
+    class Ids(list):
+        def extend(self, xs):
+            super().extend(("other", x) for x in xs)
+
+    def __init__(self, trainer):
+        object.__setattr__(self, "trainer", trainer)
+
+    def __getattr__(self, name):
+        return getattr(self.trainer, name)
+
+    def __setattr__(self, name, value):
+        setattr(self.trainer, name, self.Ids() if name == "seen" else value)
+
+
+def test_toggles_off_fails_on_other_samples_alone_and_trains_the_notebooks_setup(monkeypatch):
+    """Other samples with the same losses still fail the check (the samples are compared, not only the losses); both
+    versions get the notebook's model, device, lr, accumulation and seed, and no toggle."""
+    _versions(monkeypatch, optimized=lambda f: lambda *a, **k: _OtherSamples(f(*a, **k)))
+    bad = checks.toggles_off_check(P, EXAMPLES, CPU)
+    assert not bad.passed and bad.detail.startswith("2 steps x 2 micro-batches, other samples, loss |difference| 0 ")
+    build, built, made = checks.build_model, [], []
+    monkeypatch.setattr(checks, "build_model", lambda *a, **k: built.append((a, k)) or build(*a, **k))
+
+    def maker(name):
+        return lambda f: lambda *a, **k: made.append((name, k)) or f(*a, **k)
+
+    _versions(monkeypatch, baseline=maker("baseline"), optimized=maker("optimized"))
+    assert checks.toggles_off_check(P, EXAMPLES, CPU).passed
+    assert built == [((P.model_config(),), dict(seed=P.seed, lm=P.lm, device=CPU))] * 2
+    common = dict(device=CPU, lr=P.lr, accum_steps=P.accum_steps, seed=P.seed)
+    assert made == [("baseline", common), ("optimized", common)]
+
+
+def test_the_compiled_check_runs_every_toggle_on_the_manual_stream_at_the_ablation_batch(monkeypatch):
+    """Both runs (eager, then compiled) build the notebook's model and take every toggle on at the ablation batch with
+    the notebook's amp, the manual sample stream (no DataLoader, no workers: the eager run's order), the compile mode
+    and backend asked for."""
+    from perflab.latentwire.config import Toggles
+
+    p = _params(compile="default", backend="eager")
+    build, built, made = checks.build_model, [], []
+    monkeypatch.setattr(checks, "build_model", lambda *a, **k: built.append((a, k)) or build(*a, **k))
+    _versions(monkeypatch, optimized=lambda f: lambda *a, **k: made.append(k) or f(*a, **k))
+    assert checks.compiled_check(p, EXAMPLES, CPU, steps=2).passed
+    assert built == [((p.model_config(),), dict(seed=p.seed, lm=p.lm, device=CPU))] * 2
+    on = {**dataclasses.asdict(Toggles.all_on(batch_size=p.ablation_batch, amp=p.amp)), "dataloader": False,
+          "num_workers": 0, "compile_backend": "eager"}
+    common = dict(device=CPU, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed)
+    assert made == [{**common, **on, "compile": "off"}, {**common, **on, "compile": "default"}]
+    assert p.ablation_batch != Toggles.all_on().batch_size and Toggles.all_on().dataloader
