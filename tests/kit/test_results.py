@@ -27,7 +27,7 @@ def test_rows_are_stamped_with_params_and_environment(tmp_path):
     log.measurement(m, impl="baseline")
     log.value("count", 3, unit="syncs")
     log.check("equal", True)
-    log.claim("fast", seed="2x", measured="1.9x", verdict="partly holds")
+    log.claim("fast", claimed="2x", measured="1.9x", verdict="partly holds")
     rows = log.rows()
     assert [r["kind"] for r in rows] == ["measurement", "value", "check", "claim"]
     for r in rows:
@@ -43,7 +43,7 @@ def test_bad_kind_and_verdict_are_refused(tmp_path):
     with pytest.raises(ValueError):
         log.append("timing", x=1)
     with pytest.raises(ValueError, match="verdict"):
-        log.claim("c", seed="s", measured="m", verdict="true-ish")
+        log.claim("c", claimed="s", measured="m", verdict="true-ish")
 
 
 def test_a_partial_last_line_is_skipped_and_the_next_row_starts_clean(tmp_path):
@@ -128,9 +128,8 @@ def test_user_paths_resolve_from_where_the_command_ran(tmp_path, monkeypatch):
     assert user_path("kg") == tmp_path / "kg"
 
 
-def test_a_claim_row_carries_its_claimed_number_under_either_name(tmp_path):
+def test_a_claim_row_carries_its_claimed_number(tmp_path):
     log = ResultsLog(tmp_path / "r.jsonl", stamp={})
     assert log.claim("a", claimed="2x", measured="m", verdict="holds")["claimed"] == "2x"
-    assert log.claim("b", seed="3x", measured="m", verdict="holds")["claimed"] == "3x"  # the old keyword
-    with pytest.raises(TypeError, match="claimed="):
+    with pytest.raises(TypeError, match="claimed"):
         log.claim("c", measured="m", verdict="holds")

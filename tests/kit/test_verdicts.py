@@ -27,7 +27,7 @@ def test_bad_uses_are_refused(tmp_path):
     with pytest.raises(ValueError, match="low <= value <= high"):
         Measured(1.0, 2.0, 3.0)
     with pytest.raises(ValueError, match="is not one of"):
-        ResultsLog(tmp_path / "r.jsonl", study="s", stamp={}).claim("c", seed="", measured="", verdict="sorta")
+        ResultsLog(tmp_path / "r.jsonl", study="s", stamp={}).claim("c", claimed="", measured="", verdict="sorta")
 
 
 def _recorded(monkeypatch):

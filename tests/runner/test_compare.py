@@ -64,7 +64,7 @@ def test_claims_side_by_side_from_each_sides_latest_judged_execution(tmp_path, c
 def test_an_old_log_without_claim_keys_pairs_by_the_claims_text(tmp_path):
     _judged(tmp_path / "a", "ra", Measured(2.4, 2.3, 2.5), batch=64)
     old = ResultsLog(tmp_path / "b" / "results.jsonl", study="s", run_id="rb", stamp={"device_name": "NVIDIA H100"})
-    old.claim("2x faster", seed="2x", measured="1.5x", verdict="does not hold")  # before perflab.kit.claims: no key
+    old.append("claim", claim="2x faster", seed="2x", measured="1.5x", verdict="does not hold")  # before perflab.kit.claims: no key
     out = tmp_path / "cmp"
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)]) == 0
     md = (out / "COMPARE.md").read_text()

@@ -29,15 +29,15 @@ def _table(text: str) -> list[list[str]]:
 def test_the_report_leads_with_one_line_per_study(tmp_path):
     a = _log(tmp_path, "a_study", run_id="r-a")
     a.append("run", status="started")
-    a.claim("10x faster", seed="10x", measured="12.3x", verdict="holds")
-    a.claim("within 3x of the floor", seed="3x", measured="4.1x [2.9, 5.0]", verdict="within noise")
-    a.claim("tensor cores", seed="2x", measured="not measured on a CPU", verdict="not tested here")
+    a.append("claim", claim="10x faster", seed="10x", measured="12.3x", verdict="holds")
+    a.append("claim", claim="within 3x of the floor", seed="3x", measured="4.1x [2.9, 5.0]", verdict="within noise")
+    a.append("claim", claim="tensor cores", seed="2x", measured="not measured on a CPU", verdict="not tested here")
     a.check("equal to the reference", True)
     a.check("no host syncs", False, "13 host syncs per step (allowed 0)")
     a.headline("optimized 12.3x faster than the baseline per step")
     a.append("run", status="ok", seconds=52.345, cell=None, cells=None, error="")
     b = _log(tmp_path, "b_study", run_id="r-b")
-    b.claim("fewer syncs", seed="0 syncs", measured="0 syncs per step (13 before)", verdict="fixed")
+    b.append("claim", claim="fewer syncs", seed="0 syncs", measured="0 syncs per step (13 before)", verdict="fixed")
     text = build(tmp_path)
     assert text.index("## Summary") < text.index("## Environment") < text.index("## Notebooks run")
     rows = {r[0]: r for r in _table(_section(text, "Summary"))}
@@ -252,7 +252,7 @@ def test_the_claims_show_their_reason_and_judged_interval_and_are_drawn_beside_t
     for plot in ("claims", "speed"):  # the notebook's own plots, its copy of the claims figure among them
         (tmp_path / "s" / "r1" / f"{plot}.png").write_bytes(b"png")
     old = _log(tmp_path, "old", run_id="r2")  # a log from before the kit: no numbers to draw
-    old.claim("fewer syncs", seed="0 syncs", measured="0 per step", verdict="fixed")
+    old.append("claim", claim="fewer syncs", seed="0 syncs", measured="0 per step", verdict="fixed")
     text = write(tmp_path).read_text()
     rows = _table(_section(text, "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
     assert [r[3:] for r in rows] == [

@@ -139,16 +139,13 @@ class ResultsLog:
         """A correctness check's outcome."""
         return self.append("check", name=name, passed=bool(passed), detail=detail, **fields)
 
-    def claim(self, claim: str, *, claimed: str | None = None, measured: str, verdict: str, seed: str | None = None,
-              **fields: Any) -> Row:
+    def claim(self, claim: str, *, claimed: str, measured: str, verdict: str, **fields: Any) -> Row:
         """A claim (its number as claimed: a seed report's, or yours) beside what was measured here, with a verdict
-        from VERDICTS. `seed=` is the old name of `claimed=` (rows written before it say "seed": readers take both)."""
+        from VERDICTS (`perflab.kit.claims.ClaimRow.to_log` gives the fields; rows written before `claimed=`
+        say "seed", and `ClaimRow.from_log` reads them)."""
         if verdict not in VERDICTS:
             raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
-        if claimed is None and seed is None:
-            raise TypeError("claim() needs claimed=, the claim's number as claimed")
-        return self.append("claim", claim=claim, claimed=claimed if claimed is not None else seed, measured=measured,
-                           verdict=verdict, **fields)
+        return self.append("claim", claim=claim, claimed=claimed, measured=measured, verdict=verdict, **fields)
 
     def note(self, text: str, **fields: Any) -> Row:
         return self.append("note", text=text, **fields)
