@@ -2,7 +2,7 @@
 a step's time goes, the memory model.
 
     params      EvalParams: the notebook's parameters (link prediction's fields included: `links.params`)
-    reference   the oracle: core's reference prover, re-exported
+    (oracle)    core.reference's prover: the engine library's, which the checks hold the engine to
     baseline    score_candidates: the seed's loop, each chunk at its own size
     optimized   score_candidates: every chunk padded to the batch, out-of-memory halving
     evaluate    evaluate_with_corruptions: candidates scored by a version, ranked

@@ -16,9 +16,9 @@ from ..core.data import random_kg, random_states
 from ..core.engine import UnificationEngine
 from ..core.policy import make_policy
 from ..core.ranking import outside, rank_bounds
+from ..core.reference import Limits, ReferenceProver, prove_exhaustive, to_tuples  # 03's oracle: the engine library's
 from ..core.step import GreedyStep
 from .evaluate import evaluate_with_corruptions
-from .reference import Limits, ReferenceProver, prove_exhaustive, to_tuples
 
 
 def engine_vs_reference(kg, engine, n_states: int = 400, n_random_kgs: int = 10, seed: int = 0) -> dict:
