@@ -295,4 +295,26 @@ def test_bfs_runs_over_every_candidate_in_chunks_of_256():
                                      q, width=3, depth=2, batch=48)
     cands = torch.cat([checks.filtered_candidates(kg, q, s).flat() for s in checks.SIDES])
     assert info["candidates"] == len(cands) > 300 and all(c.passed for c in got)
-    assert info["bfs_proved"] == int((checks.prove_exhaustive(engine, cands, 2) > 0).sum()) > 0
+    depth = checks.prove_exhaustive(engine, cands, 2)
+    assert info["bfs_proved"] == int((depth > 0).sum()) > 0 and (depth == 2).any()     # proofs of 1 and 2 steps
+    assert got[1].detail == f"0 of {len(cands)} candidates differ (allowed 0)"
+
+
+def test_cudas_sync_debug_warnings_fail_the_chunk_check(small, monkeypatch):
+    """On a GPU the counter adds CUDA's sync-debug warnings (a second witness): two of them fail the chunk check."""
+    real = checks.count_host_syncs
+
+    class Warned:
+        def __init__(self, dev):
+            self.counter = real(dev)
+
+        def __enter__(self):
+            return self.counter.__enter__()
+
+        def __exit__(self, *exc):
+            self.counter.__exit__(*exc)
+            self.counter.cuda_debug_warnings = 2
+
+    monkeypatch.setattr(checks, "count_host_syncs", Warned)
+    got, _ = _search_checks(small)
+    assert (got[3].passed, got[3].detail) == (False, "2 syncs, 0 host tensors (allowed 0)")
