@@ -1,5 +1,6 @@
 """torchrun + DistributedDataParallel on CPU (gloo): 2 ranks, a tiny model, a few steps; --impl names a key of IMPLS."""
 import os
+import signal
 import subprocess
 import sys
 
@@ -19,7 +20,17 @@ def test_two_process_gloo_ddp_ends_with_identical_parameters(tmp_path):
            "--toggle", "dataloader=True", "--toggle", "grad_accum=True", "--toggle", "single_pass=True",
            "--toggle", "pretokenize=True", *(f"--model={k}={v}" for k, v in MODEL.items())]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+    # its own session: on a timeout the ranks go with torchrun (subprocess.run's timeout kills torchrun alone, and a
+    # rank waiting on its peer's rendezvous outlives the test)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            pytest.fail(f"torchrun did not end in 180 s: {out[-2000:]}{err[-3000:]}")
+    r = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "ddp: 2 rank(s) on cpu, 2 steps" in r.stdout
     ranks = [torch.load(tmp_path / f"rank{i}.pt") for i in (0, 1)]
