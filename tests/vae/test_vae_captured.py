@@ -12,7 +12,7 @@ from perflab.kit.launches import count_launches
 from perflab.kit.syncs import assert_no_host_syncs, count_host_syncs
 from perflab.vae import BadLabelsError, ModelConfig, TrainConfig, baseline, make_batches, optimized
 from perflab.vae.captured import Captured, _Ring
-from perflab.vae.study import DRAWS, count_step_launches, launch_kinds, trainer
+from perflab.vae.study import DRAWS, captured, count_step_launches, eager, launch_kinds, trainer
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)
 TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5)  # beta and lambda ramp within the test's steps
@@ -27,7 +27,7 @@ def batches():
 
 @pytest.fixture(scope="module")
 def optimized(batches):
-    tr = trainer(SC, **KW)
+    tr = trainer(eager(SC), **KW)
     return tr.epoch(batches), tr.model
 
 
@@ -35,7 +35,7 @@ def optimized(batches):
 def compiled(batches):
     """A captured step compiled by inductor (the module's one compile), after one epoch over `batches`."""
     torch._dynamo.reset()
-    tr = trainer(Captured(SC, compile="default"), **KW)
+    tr = trainer(captured(Captured(SC, compile="default")), **KW)
     with count_compiles() as cc:
         log = tr.epoch(batches)
     yield tr, log, cc
@@ -59,7 +59,7 @@ def test_compiled_step_equals_the_optimized_step(compiled, optimized):
 
 def test_eager_form_is_bit_identical_to_the_optimized_step(batches, optimized):
     # the schedule's weights from the device counter equal the host's Python floats cast to float32
-    tr = trainer(Captured(SC, compile="off"), **KW)
+    tr = trainer(captured(Captured(SC, compile="off")), **KW)
     log = tr.epoch(batches)
     opt_log, opt_model = optimized
     assert all(torch.equal(p, q) for p, q in zip(opt_model.parameters(), tr.model.parameters()))
@@ -69,7 +69,7 @@ def test_eager_form_is_bit_identical_to_the_optimized_step(batches, optimized):
 def test_launches_baseline_vs_captured(batches, compiled):
     tr, _, _ = compiled
     steps = 4
-    base, _ = count_step_launches(trainer(baseline.step_config(), **KW), batches[:steps])
+    base, _ = count_step_launches(trainer(eager(baseline.step_config()), **KW), batches[:steps])
     cap, c = count_step_launches(tr, batches[:steps])
     ops = c.by_op
     assert c.graph_calls == steps                         # the whole step, backward and Adam included: one graph
@@ -90,7 +90,7 @@ def test_launches_baseline_vs_captured(batches, compiled):
 def test_no_host_sync_inside_the_step(batches):
     # the counter sees eager calls only (module doc of perflab.kit.syncs): count the step's eager form, the same
     # code that the compiled form compiles with fullgraph=True (which refuses any host read)
-    tr = trainer(Captured(SC, compile="off"), **KW)
+    tr = trainer(captured(Captured(SC, compile="off")), **KW)
     tr(*batches[0])
     with assert_no_host_syncs():
         for x, y in batches[1:4]:
@@ -118,7 +118,7 @@ def test_a_batch_it_was_not_captured_for_is_refused(compiled, batches):
 def test_bad_labels_are_reported_at_the_next_read(batches):
     bad = [(x, y.clone()) for x, y in batches[:6]]
     bad[2][1][5] = 11
-    tr = trainer(Captured(SC, compile="off"), **KW)
+    tr = trainer(captured(Captured(SC, compile="off")), **KW)
     with pytest.raises(BadLabelsError, match=r"\[0, 6\) \(step 2: 1\)"):
         tr.epoch(bad)
 
@@ -137,7 +137,7 @@ def test_only_sync_free_steps_can_be_captured():
     with pytest.raises(ValueError, match="sync-free switches"):
         Captured(baseline.step_config()).check()
     with pytest.raises(ValueError, match="yielded no batch"):
-        trainer(Captured(SC, compile="off"), **KW).epoch([])
+        trainer(captured(Captured(SC, compile="off")), **KW).epoch([])
 
 
 @pytest.mark.gpu
@@ -150,10 +150,10 @@ def test_cuda_one_replay_per_step_same_math_no_sync(compile):
     dev = torch.device("cuda")
     data = make_batches(8, batch=64, group=1, seed=0, per_kind=12, device=dev)
     kw = dict(KW, device=dev)
-    ref = trainer(SC, **kw)
+    ref = trainer(eager(SC), **kw)
     ref.epoch(data)
     torch._dynamo.reset()
-    tr = trainer(Captured(SC, compile=compile), **kw)
+    tr = trainer(captured(Captured(SC, compile=compile)), **kw)
     tr.epoch(data)
     # "off": the replay runs the optimized step's own kernels with the same Philox offsets: rounding at most;
     # "default": inductor's kernels and the traced Adam (float32 scalars) in the replay: rounding, carried by Adam
@@ -190,17 +190,17 @@ def test_this_torch_traces_backward_into_one_graph():
 def test_a_torch_that_cannot_trace_backward_gets_a_clear_error_or_the_eager_form(monkeypatch):
     from perflab.vae import ModelConfig, TrainConfig, optimized
     from perflab.vae import captured as cap
-    from perflab.vae.study import trainer
+    from perflab.vae.study import captured, trainer
 
     problem = "torch 2.10.0 has no torch._dynamo.config.trace_autograd_ops"
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: problem)
     impl = cap.Captured(optimized.step_config(log_every=2), compile="default")
     kw = dict(model_cfg=ModelConfig(hidden=(8,), latent=4), train_cfg=TrainConfig(), seed=0, device="cpu")
     with pytest.raises(RuntimeError, match=rf"{problem}\. Install torch >= {cap.TESTED_TORCH}.*compile=off"):
-        trainer(impl, **kw)
+        trainer(captured(impl), **kw)
     eager, note = cap.runnable(impl)
     assert eager.compile == "off" and note == f"compile=default replaced by off: {problem}"
-    assert trainer(eager, **kw).compiled is None                     # the fallback runs
+    assert trainer(captured(eager), **kw).compiled is None                     # the fallback runs
     assert cap.runnable(cap.Captured(impl.step, compile="off")) == (cap.Captured(impl.step, compile="off"), "")
 
 
@@ -222,12 +222,12 @@ def test_curves_are_checked_over_their_first_steps_and_the_whole_gap_reported():
 def test_the_captured_step_compiles_a_static_graph(monkeypatch):
     from perflab.vae import ModelConfig, TrainConfig, optimized
     from perflab.vae import captured as cap
-    from perflab.vae.study import trainer
+    from perflab.vae.study import captured, trainer
 
     seen = {}
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: None)  # the probe is not what this test compiles
     monkeypatch.setattr(cap.torch, "compile", lambda fn, **kw: seen.update(kw) or fn)
-    trainer(cap.Captured(optimized.step_config(log_every=2), compile="default", backend="eager"),
+    trainer(captured(cap.Captured(optimized.step_config(log_every=2), compile="default", backend="eager")),
             model_cfg=ModelConfig(hidden=(8,), latent=4), train_cfg=TrainConfig(), seed=0, device="cpu")
     # 7e47ac6 let dynamo mark the batch dynamic at the second CapturedStep of a process (05's sweep): another
     # program than the headline's static step, its kernels tuned at the first size

@@ -246,9 +246,9 @@ def test_the_captured_check_passes_a_real_captured_step_given_half_its_batch(bat
     the step cannot read."""
     from perflab.vae import optimized
     from perflab.vae.captured import Captured
-    from perflab.vae.study import trainer
+    from perflab.vae.study import captured, trainer
 
-    step = trainer(Captured(optimized.step_config(log_every=2), compile="off"), **KW)
+    step = trainer(captured(Captured(optimized.step_config(log_every=2), compile="off")), **KW)
     for x, y in batches[:2]:
         step(x, y)
     curves = {"optimized": Log(loss=[1.0, 2.0]), "captured": Log(loss=[1.0, 2.0])}

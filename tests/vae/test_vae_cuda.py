@@ -19,7 +19,7 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
     from perflab.kit.syncs import assert_no_host_syncs
     from perflab.vae import ModelConfig, TrainConfig, make_batches, optimized
     from perflab.vae.captured import Captured, traced_backward_problem, unsupported_message
-    from perflab.vae.study import trainer
+    from perflab.vae.study import captured, eager, trainer
 
     if (problem := traced_backward_problem()) is not None:  # this torch: 05 runs the eager form (docs/gpu-hosts.md)
         pytest.skip(unsupported_message(problem))
@@ -29,9 +29,9 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
     torch._dynamo.reset()
     for batch in (16, 32):
         data = make_batches(6, batch=batch, group=1, seed=0, per_kind=12, device=CUDA)
-        ref = trainer(sc, **kw)
+        ref = trainer(eager(sc), **kw)
         ref.epoch(data)
-        tr = trainer(Captured(sc, compile="default"), **kw)
+        tr = trainer(captured(Captured(sc, compile="default")), **kw)
         with count_compiles() as cc:
             tr.epoch(data[:2])                                   # compiles and records at its first batch
         with count_launches(CUDA) as c, assert_no_host_syncs(CUDA) as s:

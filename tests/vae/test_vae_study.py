@@ -36,6 +36,7 @@ from perflab.vae.study import (
     reading,
     seed_table,
     step_floor,
+    variants,
 )
 
 
@@ -93,7 +94,7 @@ def test_decide_timed_gives_what_the_claims_judge_takes(monkeypatch):
 
     def decide():
         with open(os.devnull, "w") as null:
-            got = decide_timed(single_changes(2), batches, cfg=cfg, progress_file=null, **kw)
+            got = decide_timed(variants(2, "off", "inductor")[0], batches, cfg=cfg, progress_file=null, **kw)
         return got | decide_remaps(remaps, cfg=cfg, device="cpu")
     off = decide()                                  # on a CPU every timed claim is a GPU claim: none is timed
     assert set(off) == set(SAVINGS) | set(SPEEDUPS) | set(REMAPS) and all(v is None for v in off.values())
@@ -234,3 +235,22 @@ def test_pick_clock():
         assert pick_clock("auto", cpu) is None
         with pytest.raises(ValueError, match="one torch thread"):
             pick_clock("cpu", cpu)
+
+
+def test_the_notebooks_implementations_are_kit_variants_of_one_type(monkeypatch):
+    """05's implementations, declared in the study: each configuration a Variant of the version whose switches it
+    has, the captured step one of "captured" recording the optimized step, eager where dynamo cannot trace backward."""
+    from perflab.vae import captured as cap
+    from perflab.vae.study import step_config
+
+    monkeypatch.setattr(cap, "traced_backward_problem", lambda: None)
+    impls, fallback = variants(10, "default", "inductor")
+    assert fallback == "" and list(impls)[0] == "baseline" and list(impls)[-1] == "captured" and len(impls) == 10
+    assert {n: v.version for n, v in impls.items() if n != "captured"} == {
+        n: "optimized" if n.startswith("optimized") else "baseline" for n in single_changes(10)}
+    cap_step = impls["captured"].knobs["step"]
+    assert (impls["captured"].version, cap_step.compile, cap_step.backend) == ("captured", "default", "inductor")
+    assert step_config(impls["captured"]) == step_config(impls["optimized"]) == single_changes(10)["optimized"]
+    monkeypatch.setattr(cap, "traced_backward_problem", lambda: "no trace here")
+    impls, fallback = variants(10, "default", "inductor")
+    assert impls["captured"].knobs["step"].compile == "off" and fallback.startswith("compile=default replaced by off")

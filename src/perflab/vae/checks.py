@@ -14,7 +14,7 @@ from .config import CHECKED_STEPS, ModelConfig, TrainConfig
 from .model import ComplexLinear
 from .reference import complex_linear_reference, fisher_ratio_reference, remap_reference
 from .step_ops import fisher_ratio_loop, fisher_ratio_vectorized, remap_host, remap_presence, remap_unique
-from .study import IMPLS, fresh, run
+from .study import IMPLS, eager, fresh, run
 from .train import BadLabelsError, step_losses
 
 
@@ -89,8 +89,8 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     no_grad separability; close parameters with its gradient flowing (the loop's and the matmuls'
     gradients differ by rounding, which Adam carries); and the gradient does change the weights."""
     kw = dict(model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
-    _, mb = run(baseline.step_config(), batches, **kw)
-    _, mo = run(optimized.step_config(sep_grad=False), batches, **kw)
+    _, mb = run(eager(baseline.step_config()), batches, **kw)
+    _, mo = run(eager(optimized.step_config(sep_grad=False)), batches, **kw)
     exact = torch.device(device).type == "cpu"
     pairs = list(zip(mb.parameters(), mo.parameters()))
     differ = sum(not torch.equal(p, q) for p, q in pairs)
@@ -99,8 +99,8 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     else:  # a GPU BLAS may pick another kernel between two runs (workspace, alignment): rounding only
         worst, same = _worst(pairs, rtol=1e-5, atol=1e-7)
         rule = f"largest |difference| {under(worst)} (allowed 1e-07 + 1e-05 x |value|)"
-    _, gb = run(baseline.step_config(sep_grad=True), batches, **kw)
-    _, go = run(optimized.step_config(sep_grad=True), batches, **kw)
+    _, gb = run(eager(baseline.step_config(sep_grad=True)), batches, **kw)
+    _, go = run(eager(optimized.step_config(sep_grad=True)), batches, **kw)
     worst, close = _worst(zip(gb.parameters(), go.parameters()), rtol=1e-4, atol=1e-5)
     changed = sum(not torch.equal(p, q) for p, q in zip(mo.parameters(), go.parameters()))
     n = len(batches)

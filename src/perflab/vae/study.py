@@ -4,9 +4,9 @@ step, time per step (interleaved rounds), the batch sweep's fit and the step's f
 
 IMPLS names the versions (`train_epoch` of baseline.py, optimized.py, captured.py: one signature; `impls.py`, below
 params.py, which checks a parameter naming them); `IMPLS[name]` looks a name up. What the notebook times is declared
-as data: a `StepConfig` (a
-version's step, or one change alone: `train.run_epoch` runs it) or a `Captured` (the optimized step recorded once:
-a `CapturedStep` runs it). `trainer()` builds either from a seed, with the same `.epoch(batches)`."""
+as data (`variants`): kit Variants, one type for every configuration: `eager(StepConfig)` (a version's step, or one
+change alone: `train.run_epoch` runs it) and `captured(Captured)` (the optimized step recorded once: a `CapturedStep`
+runs it). `trainer(v)` builds either's trainer from a seed, with the same `.epoch(batches)`."""
 from __future__ import annotations
 
 import contextlib
@@ -23,9 +23,10 @@ from ..kit.claims import verdict_text
 from ..kit.launches import LaunchCounter, count_launches
 from ..kit.syncs import count_host_syncs
 from ..kit.verdicts import Decision, Measured, decide_saving, decide_speedup, decide_time
-from .captured import Captured, CapturedStep
+from ..kit.versions import Variant
+from .captured import Captured, CapturedStep, runnable
 from .claims import CLAIMS, REMAPS, SAVINGS, SPEEDUPS
-from .config import CHECKED_STEPS, ModelConfig, StepConfig, TrainConfig
+from .config import CHECKED_STEPS, ModelConfig, StepConfig, TrainConfig, single_changes
 from .impls import IMPLS  # noqa: F401 (study.IMPLS, as in every study: the versions the notebook times)
 from .model import MixtureVAE, build_model, count_parameters, matmul_flops
 from .params import VAEParams
@@ -83,35 +84,70 @@ class EagerTrainer:
         return log
 
 
-Impl = StepConfig | Captured
+def _eager_trainer(model: MixtureVAE, optimizer, train: TrainConfig, *, step: StepConfig) -> EagerTrainer:
+    return EagerTrainer(step, model, optimizer, train)
 
 
-def trainer(impl: Impl, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+def _captured_trainer(model: MixtureVAE, optimizer, train: TrainConfig, *, step: Captured) -> CapturedStep:
+    return CapturedStep(model, optimizer, step, train)
+
+
+def eager(step: StepConfig, name: str = "") -> Variant:
+    """A StepConfig (a version's step, or one change alone) as the kit Variant the notebook times: `train.run_epoch`
+    of it, eagerly; its version is the one whose switches it has ("optimized" for the sync-free ones, else
+    "baseline"). Called as `v(model, optimizer, train)` it builds its trainer."""
+    sync_free = (step.remap, step.metrics, step.separability) == ("presence", "device", "vectorized")
+    return Variant("optimized" if sync_free else "baseline", _eager_trainer, {"step": step}, name)
+
+
+def captured(step: Captured, name: str = "captured") -> Variant:
+    """A Captured (the optimized step recorded once, its kernels from its compile mode) as a kit Variant of the
+    captured version; `v(model, optimizer, train)` builds its CapturedStep."""
+    return Variant("captured", _captured_trainer, {"step": step}, name)
+
+
+def variants(log_every: int, compile: str, backend: str) -> tuple[dict[str, Variant], str]:
+    """What the notebook times, declared as data: every configuration of `single_changes` (the baseline, each change
+    alone, the seed's three together, optimized, optimized + sep grad) and the optimized step captured, each a kit
+    Variant (`eager`, `captured`). The captured one runs eagerly where this torch's dynamo cannot trace the step's
+    backward (`captured.runnable`). -> ({name: Variant}, the fallback's reason or "")"""
+    out = {name: eager(step, name) for name, step in single_changes(log_every).items()}
+    cap, fallback = runnable(Captured(out["optimized"].knobs["step"], compile=compile, backend=backend))
+    return {**out, "captured": captured(cap)}, fallback
+
+
+def step_config(v: Variant) -> StepConfig:
+    """The switches a variant's step runs (a captured step's: the step it records)."""
+    step = v.knobs["step"]
+    return step.step if isinstance(step, Captured) else step
+
+
+def trainer(v: Variant, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
             device: torch.device | str) -> EagerTrainer | CapturedStep:
-    """A fresh model from `seed` trained by `impl` (a captured step compiles at its first batch)."""
-    is_captured = isinstance(impl, Captured)
-    model, opt = fresh(model_cfg, seed, device, capturable=is_captured)
-    return CapturedStep(model, opt, impl, train_cfg) if is_captured else EagerTrainer(impl, model, opt, train_cfg)
+    """A fresh model from `seed` trained by variant `v` (`eager`, `captured`: a captured step compiles at its first
+    batch)."""
+    model, opt = fresh(model_cfg, seed, device, capturable=v.version == "captured")
+    return v(model, opt, train_cfg)
 
 
-def run(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+def run(v: Variant, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
         device: torch.device | str, progress_file=None) -> tuple[EpochLog, MixtureVAE]:
     """One epoch over `batches` from a fresh model: the per-step metrics and the trained model."""
-    tr = trainer(impl, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+    tr = trainer(v, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
     log = tr.epoch(batches, progress=progress_file is not None, progress_file=progress_file)
     return log, tr.model
 
 
-def count_syncs(impl: Impl, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
+def count_syncs(v: Variant, batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int,
                 device: torch.device | str, cuda_debug: bool | None = None):
     """Host syncs over one epoch of `batches` (a HostSyncCounter), after one uncounted warm-up step
     (its first-step allocations, e.g. Adam's state, and a captured step's recording are not what the loop
     does every step). A captured step is counted in its eager form (compile "off"): the counter sees eager
     calls only, and a compiled function called under it compiles again; the compiled form cannot hold a
     sync (fullgraph=True refuses one) and on CUDA the recording would fail on one."""
-    if isinstance(impl, Captured):
-        impl = dataclasses.replace(impl, compile="off")
-    tr = trainer(impl, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
+    if v.version == "captured":
+        v = v.with_knobs(v.name, step=dataclasses.replace(v.knobs["step"], compile="off"))
+    tr = trainer(v, model_cfg=model_cfg, train_cfg=train_cfg, seed=seed, device=device)
     tr.epoch(batches[:1])
     with count_host_syncs(device, cuda_debug=cuda_debug) as c:
         tr.epoch(batches)
@@ -167,7 +203,7 @@ def per_step(m: Measurement, steps: int) -> Measurement:
 class TimedJob:
     """One implementation to time on its batches, with Compare's row and column names; `trainer`: an existing
     trainer to time (a compiled captured step: no second compile), else a fresh one from the seed."""
-    impl: Impl
+    impl: Variant
     batches: list
     sub_label: str
     description: str
