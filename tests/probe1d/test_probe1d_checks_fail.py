@@ -331,3 +331,16 @@ def test_the_qx_check_allows_1e6_absolute_plus_1e6_relative(monkeypatch, how, pa
     assert got[checks.QX_CHECK].passed is passed
     assert got["optimized: loss matrix after 40 iterations within 1e-4 of the reference"].detail.endswith(
         ", allowed 1e-4, over 78 (latent, class) pairs")
+
+
+def test_agreement_takes_arrays_or_tensors_either_side_compares_counts_as_numbers_and_allows_1e4():
+    """An oracle's arrays first or second; unsigned counts (3 against 4) differ by 1, not by a wrapped 255; the
+    loss tolerance is 1e-4 unless given (2e-4 apart fails)."""
+    loss = np.array([[0.5, 0.25]])
+    counts = [np.array([[3, 1]], dtype=np.uint8)] * 4
+    arrays, tensors = Fixed(loss, *counts), Fixed(torch.tensor(loss), *(torch.tensor(c) for c in counts))
+    assert checks.agreement(arrays, tensors, None, None)["counts_equal"]
+    fewer = Fixed(loss, *([np.array([[4, 1]], dtype=np.uint8)] + counts[1:]))
+    assert checks.agreement(tensors, fewer, None, None)["count_max_diff"] == 1
+    assert checks.agreement(fewer, tensors, None, None)["count_max_diff"] == 1
+    assert not checks.agreement(arrays, Fixed(loss + 2e-4, *counts), None, None)["loss_ok"]
