@@ -292,3 +292,40 @@ def test_the_compiled_check_runs_every_toggle_on_the_manual_stream_at_the_ablati
     common = dict(device=CPU, lr=p.lr, accum_steps=p.accum_steps, seed=p.seed)
     assert made == [{**common, **on, "compile": "off"}, {**common, **on, "compile": "default"}]
     assert p.ablation_batch != Toggles.all_on().batch_size and Toggles.all_on().dataloader
+
+
+class _Counted:
+    """A trainer whose steps are counted in `steps` (a list shared by all trainers made)."""
+
+    def __init__(self, trainer, steps):
+        object.__setattr__(self, "trainer", trainer)
+        object.__setattr__(self, "steps", steps)
+
+    def __getattr__(self, name):
+        return getattr(self.trainer, name)
+
+    def __setattr__(self, name, value):
+        setattr(self.trainer, name, value)
+
+    def step(self):
+        self.steps.append(1)
+        return self.trainer.step()
+
+
+def test_the_compiled_check_steps_as_often_as_it_says_and_compares_its_own_two_runs(monkeypatch):
+    """Each run takes exactly `steps` steps (the detail says so); a compiled run on other samples with the eager run's
+    losses fails it, and so does one on the same samples with other losses (another lr): the two runs are compared
+    with each other, samples and losses. A relative tolerance is the one asked, not allclose's default."""
+    p = _params(compile="default", backend="eager")
+    steps = []
+    _versions(monkeypatch, optimized=lambda f: lambda *a, **k: _Counted(f(*a, **k), steps))
+    assert checks.compiled_check(p, EXAMPLES, CPU, steps=2).passed and len(steps) == 4
+    _versions(monkeypatch, optimized=lambda f: lambda *a, **k: (
+        _OtherSamples(f(*a, **k)) if k["compile"] != "off" else f(*a, **k)))
+    other = checks.compiled_check(p, EXAMPLES, CPU, steps=2)
+    assert not other.passed and ", other samples, loss |difference| " in other.detail
+    _versions(monkeypatch, optimized=lambda f: lambda *a, lr, **k: f(*a, lr=lr * (10 if k["compile"] != "off" else 1),
+                                                                        **k))
+    losses = checks.compiled_check(p, EXAMPLES, CPU, steps=3)
+    assert not losses.passed and ", same samples, loss |difference| <" in losses.detail
+    assert not checks._close(torch.tensor([1.0]), torch.tensor([1.0 + 5e-6]), rtol=1e-6, atol=0.0)
