@@ -147,3 +147,21 @@ def test_host_operands_are_counted_per_call_and_the_counter_reads_back():
             raise KeyError("inside")
     except KeyError:
         pass
+
+
+def test_repeat_interleave_by_a_tensor_of_one_repeat_or_none_is_a_sync_too():
+    """The output's size is read from the device for a tensor of repeats of any size: a 0-d or one-element one (its
+    value times the input's size) and an empty one, as meta shows (it refuses each without output_size); repeats
+    given as a Python int, or the size given, are no sync. (The counter counted only more than one repeat: a 0-d
+    tensor's sync went unreported.)"""
+    x = torch.arange(3)
+    with count_host_syncs("cpu") as c:
+        torch.repeat_interleave(x, torch.tensor(2))
+        x.repeat_interleave(torch.tensor([2]))
+        torch.repeat_interleave(torch.zeros(0), torch.tensor([], dtype=torch.long))
+        torch.repeat_interleave(x, 2)                                   # an int: the size is known
+        torch.repeat_interleave(x, torch.tensor(2), output_size=6)      # the size given
+    assert c.by_op == {"repeat_interleave": 3}, c.by_op
+    for r in (torch.tensor(2), torch.tensor([2]), torch.tensor([], dtype=torch.long)):
+        with pytest.raises(RuntimeError, match="without output_size"):   # meta agrees: each needs its size read
+            torch.repeat_interleave(torch.ones(0 if r.numel() == 0 else 3, device="meta"), r.to("meta"))

@@ -152,7 +152,9 @@ def _classify(func, args, kwargs, compute: torch.device) -> str | None:
         return f"{func.__name__}[bool mask]"
     if func in (torch.repeat_interleave, T.repeat_interleave):
         repeats = args[1] if len(args) > 1 else kwargs.get("repeats", args[0] if len(args) == 1 else None)
-        if isinstance(repeats, T) and repeats.numel() > 1 and kwargs.get("output_size") is None:
+        # a tensor of repeats, any size (one element too: the output's size is its value times the input's):
+        # the output's size is read from the device unless output_size gives it
+        if isinstance(repeats, T) and kwargs.get("output_size") is None:
             return "repeat_interleave"
         return None
     if func in (torch.where, T.where) and len(args) == 1 and not kwargs:
