@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import types
 
+import pytest
 import torch
 
 from perflab.latentwire import checks, make_examples
@@ -160,6 +161,7 @@ def test_the_host_sync_check_counts_both_steps_and_fails_on_an_unpinned_step(mon
                                                f"{counts['optimized']} (allowed 0)")
 
 
+@pytest.mark.slow  # a compile (eager backend): ~4 s
 def test_the_compiled_check_passes_with_the_eager_backend_and_fails_on_other_samples(monkeypatch):
     """The compiled step (backend eager: no code generation) trains like the eager one over 3 steps with no compile
     after the first; one that draws other samples fails, and so does one that compiles on every step."""
