@@ -230,24 +230,11 @@ def test_the_host_tensor_check_builds_its_meta_step_like_the_real_one(setup, mon
     assert checks.step_syncs(kg, engine, policy, queries, max_depth=4)["host_operands"] >= 1
 
 
-def test_cudas_sync_debug_warnings_count_as_syncs(setup, monkeypatch):
+def test_cudas_sync_debug_warnings_count_as_syncs(setup, monkeypatch, warned_counter):
     """On a GPU the counter adds CUDA's sync-debug warnings (a second witness): they count with the counted calls,
     and a step with two of them fails the check, '2 counted'."""
     kg, engine, policy, queries = setup
-    real = checks.count_host_syncs
-
-    class Warned:
-        def __init__(self, dev):
-            self.counter = real(dev)
-
-        def __enter__(self):
-            return self.counter.__enter__()
-
-        def __exit__(self, *exc):
-            self.counter.__exit__(*exc)
-            self.counter.cuda_debug_warnings = 2
-
-    monkeypatch.setattr(checks, "count_host_syncs", Warned)
+    monkeypatch.setattr(checks, "count_host_syncs", warned_counter(checks.count_host_syncs, 2))
     got, info = checks.correctness_03(kg, engine, policy, queries, max_depth=4)
     assert info["syncs"]["syncs"] == 2 and (got[2].passed, got[2].detail) == (False, "2 counted (allowed 0): {}")
 

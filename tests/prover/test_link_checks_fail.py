@@ -300,21 +300,8 @@ def test_bfs_runs_over_every_candidate_in_chunks_of_256():
     assert got[1].detail == f"0 of {len(cands)} candidates differ (allowed 0)"
 
 
-def test_cudas_sync_debug_warnings_fail_the_chunk_check(small, monkeypatch):
+def test_cudas_sync_debug_warnings_fail_the_chunk_check(small, monkeypatch, warned_counter):
     """On a GPU the counter adds CUDA's sync-debug warnings (a second witness): two of them fail the chunk check."""
-    real = checks.count_host_syncs
-
-    class Warned:
-        def __init__(self, dev):
-            self.counter = real(dev)
-
-        def __enter__(self):
-            return self.counter.__enter__()
-
-        def __exit__(self, *exc):
-            self.counter.__exit__(*exc)
-            self.counter.cuda_debug_warnings = 2
-
-    monkeypatch.setattr(checks, "count_host_syncs", Warned)
+    monkeypatch.setattr(checks, "count_host_syncs", warned_counter(checks.count_host_syncs, 2))
     got, _ = _search_checks(small)
     assert (got[3].passed, got[3].detail) == (False, "2 syncs, 0 host tensors (allowed 0)")
