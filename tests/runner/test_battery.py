@@ -1,8 +1,9 @@
 """The battery of claims of known truth (perflab.runner.battery), short: the verdict rule under a load the test starts.
 
 `perflab battery` runs the full one (docs/verdicts.md: "how often that is right"); here four cases, twice each, with
-two busy processes on the machine: the A/A pair and the lazy init never "hold" and no verdict is wrong. Speed is not
-asserted: a verdict may be "within noise" on a slow machine, never the opposite of the truth."""
+two busy processes on the machine: the A/A pair and the lazy init never "hold" and no verdict is wrong against the
+truth the cases' units give. Speed is not asserted: a verdict may be "within noise" on a slow machine, never the
+opposite of the truth."""
 import json
 import math
 
@@ -47,8 +48,12 @@ def test_the_median_rule_runs_and_unknown_rules_are_refused():
 
 @pytest.mark.slow
 def test_mean_verdicts_under_load_are_never_wrong():
+    # Scored against each case's truth by construction (its units: 1.0, 1.5, 4.75, 1.0), not one measured in 1 s under
+    # the same load: that one is noisier than the verdicts it scores (A/A's ran 0.94-1.02 here; CI once read it >= 1.1
+    # and called two right "does not hold" verdicts wrong). `perflab battery` measures 10 s, twice (docs/verdicts.md).
+    truths = {c.name: c.nominal for c in bt.SHORT}
+    assert truths[bt.SHORT[0].name] == 1.0 and not any(math.isnan(v) for v in truths.values())
     with bt.background_load(2):
-        truths = bt.measure_truths(bt.SHORT, seconds=1.0)
         rows = bt.run_battery(bt.SHORT, truths, reps=2, budget=1.0, rules=("mean",))
     assert len(rows) == 8
     wrong = [r for r in rows if r["outcome"] == "wrong"]
