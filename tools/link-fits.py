@@ -95,7 +95,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)                      # the notebook's threads=1
     cfg = LinkConfig(n_queries=0, batch=a.batch, compile="default", backend="eager",
-                     emb=EmbeddingConfig(rank=100, epochs=50))
+                     emb=EmbeddingConfig(rank=100, epochs=50), greedy_batch=0)   # the greedy loop at the search's batch
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

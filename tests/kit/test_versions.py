@@ -4,7 +4,7 @@ import matplotlib
 import pytest
 
 from perflab.kit.results import ResultsLog
-from perflab.kit.versions import Grid, Variant, VersionError, Versions
+from perflab.kit.versions import Grid, Part, Variant, VersionError, Versions
 
 matplotlib.use("Agg")
 
@@ -94,3 +94,45 @@ def test_a_grid_refuses_variants_it_could_not_tell_apart():
     # a size logged as "n" would collide with the blocks timed, a field of every timing's row
     with pytest.raises(ValueError, match="size_name 'n' is a field of every timing's log row .*'n_size'"):
         Grid(v.variants(), sizes=[1], size_name="n", inputs=int, call=lambda a, b: b)
+
+
+def test_a_grid_scales_a_part_of_the_work_to_the_whole_call_and_keeps_its_blocks(monkeypatch):
+    # "slow" timed on a quarter of its work: the table, the figure and the log read a whole call (4x the part); the
+    # timer is replaced by one that calls each callable once and reads fixed blocks (2 calls each), so the scaling is
+    # checked exactly, not against another timing
+    import perflab.kit.versions as versions
+    from perflab.kit.bench import from_times
+
+    def timer(fns, *, label, sub_labels, descriptions, rounds, **timing):
+        for fn in fns.values():
+            fn()
+        return {k: from_times([0.2, 0.4], label=label, sub_label=sub_labels[k], description=descriptions[k], calls=2)
+                for k in fns}
+    monkeypatch.setattr(versions, "measure_interleaved", timer)
+    v = Versions({"slow": slow, "fast": fast})
+    ran = []
+
+    def call(variant, n):
+        if variant.version == "slow":
+            return Part(lambda: ran.append(slow(n)), scale=4)
+        return lambda: variant(n)
+
+    times = Grid(v.variants(), sizes=[64], inputs=lambda n: n, call=call).measure()
+    assert ran == [slow(64)]                                      # the part is what ran
+    assert times["slow", 64].times == pytest.approx([0.4, 0.8])   # 0.1 and 0.2 s per call, x4
+    assert times["fast", 64].times == pytest.approx([0.1, 0.2])   # a whole call: as timed
+    assert times["slow", 64].number_per_run == 2 and times["slow", 64].task_spec.sub_label == "size=64"
+    with pytest.raises(ValueError, match="finite scale > 0"):
+        Part(lambda: None, scale=0)
+
+
+def test_scaled_multiplies_each_call_not_each_block():
+    from perflab.kit.bench import from_times, scaled
+
+    m = from_times([0.4, 0.8], label="l", sub_label="s", description="d", calls=4)   # blocks of 4 calls
+    s = scaled(m, 3.0)
+    assert s.times == pytest.approx([0.3, 0.6]) and s.number_per_run == 4            # per call: 0.1 x 3, 0.2 x 3
+    assert (s.task_spec.label, s.task_spec.sub_label, s.task_spec.description) == ("l", "s", "d")
+    assert scaled(m, 1.0) is m
+    with pytest.raises(ValueError, match="factor must be a finite number > 0"):
+        scaled(m, float("nan"))

@@ -7,7 +7,9 @@ import types
 import pytest
 
 from perflab.kit.claims import Check, Claims, report_checks
+from perflab.kit.results import ResultsLog
 from perflab.kit.verdicts import VERDICTS, Decision, Measured
+from perflab.kit.versions import Part
 from perflab.probe1d import checks, claims, study
 from perflab.probe1d.data import make_activations
 from perflab.probe1d.params import ProfileParams, SlabStatsParams
@@ -197,6 +199,21 @@ def test_slab_decisions_are_what_slab_claims_judge(tiny):
     assert "rounds" in rows["floor_3x"] and rows["job_18h"]["why"] == "measured on cpu"
     assert (rows["float64"]["verdict"], rows["qx"]["verdict"]) == ("does not hold", "fixed")
     assert not any(LONG_FLOAT.search(r["measured"]) for r in rows.values())
+
+
+def test_the_slab_sweep_is_a_grid_whose_baseline_part_is_scaled_to_all_slabs(tiny, tmp_path):
+    x, y, pair, _ = tiny                                    # 10 classes
+    one_slab = {"baseline": pair["baseline"].with_knobs(baseline_slabs=1), "optimized": pair["optimized"]}
+    part = study.iteration_part(one_slab["baseline"].with_knobs(class_slab_size=2), x, y, device="cpu")
+    assert isinstance(part, Part) and part.scale == 5        # 1 slab of 2 timed, of 5
+    assert not isinstance(study.iteration_part(pair["optimized"], x, y, device="cpu"), Part)
+    times = study.slab_sweep(one_slab, [2, 8], x, y, device="cpu", rounds=1, min_run_time=0.01, max_run_time=0.02)
+    assert set(times.times) == {(k, w) for k in ("baseline", "optimized") for w in (2, 8)}
+    assert times["baseline", 2].task_spec.sub_label == "class_slab_size=2"
+    log = ResultsLog(tmp_path / "results.jsonl", study="t")
+    times.log(log, metric="seconds per LM iteration", sweep="slab")
+    rows = {(r["impl"], r["class_slab_size"]) for r in log.rows(kind="measurement") if r["sweep"] == "slab"}
+    assert rows == set(times.times)
 
 
 def test_the_floor_is_decided_against_the_bandwidth_too(tiny):

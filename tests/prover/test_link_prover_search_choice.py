@@ -58,7 +58,7 @@ def test_prover_score_hands_on_its_batch_and_the_fail_score(graph):
     rows per step, and a candidate without a proof scores the fail_score asked for (the ranks a user reads put it
     there), not the default -100."""
     kg, engine, policy, cands = graph
-    cfg = LinkConfig(beam=3, search_depth=2, batch=12)
+    cfg = LinkConfig(beam=3, search_depth=2, batch=12, compile="off")
     got = optimized.Prover(engine, policy, cfg).score(cands, fail_score=-7.5)
     want = SparseClosingSearch(engine, policy, 3, 2).score(cands, 12, -7.5)
     assert got.proven.any() and not got.proven.all()                 # both kinds of candidate

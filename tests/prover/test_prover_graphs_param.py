@@ -73,7 +73,8 @@ def test_study_3_on_kinship_at_a_tiny_size():
     engine = UnificationEngine(kg, max_derived=16)
     assert engine.K == 15                                             # windows of 24 facts, 15 successors kept
     policy = make_policy(kg, seed=0)                                  # train_updates=0: an untrained policy
-    cfg = LinkConfig(n_queries=2, n_fit=2, batch=64, emb=EmbeddingConfig(rank=8, epochs=2), n_cost=1)
+    cfg = LinkConfig(n_queries=2, n_fit=2, batch=64, emb=EmbeddingConfig(rank=8, epochs=2), n_cost=1, compile="off",
+                     greedy_batch=0)
     lp = evaluate_link_prediction(kg, engine, policy, cfg, rules=bench.mining.rules)
     fit = lp.results["fitted"]
     assert len(fit.ranks["realistic"]) == 4 and lp.candidates > 2 * (kg.n_constants - 1) and not lp.whole_split

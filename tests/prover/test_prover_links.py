@@ -158,7 +158,8 @@ def test_the_greedy_loop_is_not_timed_at_the_search_batch():
 
     cfg = LinkConfig.of(EvalParams(search_batch=4096, batch=64), batch=64)
     assert (cfg.batch, cfg.greedy_slots) == (4096, 64)          # b62ef7a ran the greedy loops at 4096 too
-    assert LinkConfig(batch=96).greedy_slots == 96               # no greedy batch given: the search's
+    assert LinkConfig(batch=96, greedy_batch=0).greedy_slots == 96   # no greedy batch: the search's
+    assert LinkConfig() == LinkConfig.of(EvalParams(), EvalParams().batch)   # its defaults are the notebook's
 
     from perflab.prover.core.data import family_kg
     from perflab.prover.core.engine import UnificationEngine
@@ -168,7 +169,8 @@ def test_the_greedy_loop_is_not_timed_at_the_search_batch():
     kg = family_kg(n_families=2, seed=1)
     engine = UnificationEngine(kg, max_derived=8)
     policy = make_policy(kg, PolicyConfig(embed_dim=16, hidden=32, n_blocks=1), seed=0)
-    cfg = LinkConfig(batch=256, greedy_batch=16, beam=4, max_depth=4, emb=EmbeddingConfig(rank=4, epochs=1))
+    cfg = LinkConfig(batch=256, greedy_batch=16, beam=4, max_depth=4, emb=EmbeddingConfig(rank=4, epochs=1),
+                     compile="off")
     cost = cost_per_candidate(kg, engine, policy, BeamSearch(engine, policy, 4, 2), kg.queries["test"][:1], cfg)
     assert {k: v["batch"] for k, v in cost.items()} == {"greedy (full)": 16, "greedy (recycle)": 16, "search": 256}
 

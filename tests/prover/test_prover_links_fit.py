@@ -43,7 +43,7 @@ def tiny():
 
 def _cfg(**kw):
     return LinkConfig(**{"n_queries": 0, "n_fit": 0, "batch": 64, "beam": 8, "emb": EmbeddingConfig(rank=8, epochs=20),
-                         "n_cost": 1, **kw})
+                         "n_cost": 1, "compile": "off", "greedy_batch": 0, **kw})
 
 
 def test_the_rule_table_agrees_with_the_miners_rule_confidence(tiny):

@@ -6,6 +6,7 @@
     v.name, v.version, v.knobs                  # "optimized (tol=0.0)", "optimized", {"tol": 0.0}
     times = Grid(VERSIONS.variants(), sizes=[8, 32], size_name="k", inputs=make_data, call=one_call).measure(...)
     times.table().print(); times.figure(ylabel="ms per call")
+    Part(fn, scale=8)                           # what `call` may return: fn does 1/8 of one call; its times x 8
 
 `Versions` is the one place a study names its versions: a parameter that names one is looked up there (one lookup,
 one error). A `Variant` is what a notebook or a claim times: one version and the knobs it runs with (a compile mode,
@@ -19,7 +20,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .bench import Measurement, compare, measure_interleaved, summary
+from .bench import Measurement, compare, measure_interleaved, scaled, summary
 
 
 class VersionError(KeyError, ValueError):
@@ -108,6 +109,22 @@ class Versions(dict):
         return [self.variant(n, **knobs) for n in (self if names is None else self.check(names))]
 
 
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """What a grid's `call` returns for a variant timed on a part of its work: `fn` does 1/`scale` of one call (a
+    baseline timed on some of its slabs, all of which cost the same); the grid multiplies its times by `scale`, so
+    the table, the figure and the log read as one whole call. A study says why the part stands for the whole."""
+    fn: Callable[[], object]
+    scale: float
+
+    def __post_init__(self):
+        if not callable(self.fn) or not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ValueError(f"Part: need a callable and a finite scale > 0, got {self.fn!r} and {self.scale!r}")
+
+    def __call__(self):
+        return self.fn()
+
+
 @dataclasses.dataclass
 class GridResult:
     """A grid's timings: `times[(variant name, size)]` a Measurement of one call; `table()`, `figure()`, `log()`."""
@@ -131,9 +148,11 @@ class GridResult:
                 log.measurement(self.times[v.name, size], metric=metric, impl=v.version, variant=v.name,
                                 **{self.size_name: size}, **fields)
 
-    def figure(self, *, ylabel: str = "ms per call (median, p20-p80)", title: str = "", scale: float = 1e3):
+    def figure(self, *, ylabel: str = "ms per call (median, p20-p80)", title: str = "", scale: float = 1e3,
+               xlabel: str = ""):
         """Time per call against the size, one line per variant: the median with p20-p80 bars (seconds times
-        `scale`: ms by default); log axes where the values span a factor of 4 or more. -> matplotlib Figure"""
+        `scale`: ms by default); log axes where the values span a factor of 4 or more; the x axis is labelled
+        `xlabel` (default: the size's name). -> matplotlib Figure"""
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -147,7 +166,7 @@ class GridResult:
             ax.set_xscale("log", base=2)
         if _spans([scale * summary(m)["median_s"] for m in self.times.values()]):
             ax.set_yscale("log")
-        ax.set_xlabel(self.size_name)
+        ax.set_xlabel(xlabel or self.size_name)
         ax.set_ylabel(ylabel)
         ax.set_title(title or self.label)
         ax.legend()
@@ -168,7 +187,8 @@ def _spans(xs: Sequence) -> bool:
 @dataclasses.dataclass
 class Grid:
     """Variants x sizes, timed side by side: for each size, `inputs(size)` makes the data once and
-    `call(variant, data)` returns the callable timed for that variant (one call of the work)."""
+    `call(variant, data)` returns the callable timed for that variant (one call of the work, or a `Part` of it:
+    its times are scaled to the whole call)."""
     variants: Sequence[Variant]
     sizes: Sequence
     inputs: Callable[[Any], Any]
@@ -194,7 +214,9 @@ class Grid:
         for size in self.sizes:
             data = self.inputs(size)
             fns = {(v.name, size): self.call(v, data) for v in self.variants}
-            times.update(measure_interleaved(fns, label=self.label, rounds=rounds,
-                                             sub_labels={key: f"{self.size_name}={size}" for key in fns},
-                                             descriptions={key: key[0] for key in fns}, **timing))
+            ms = measure_interleaved(fns, label=self.label, rounds=rounds,
+                                     sub_labels={key: f"{self.size_name}={size}" for key in fns},
+                                     descriptions={key: key[0] for key in fns}, **timing)
+            times.update({key: scaled(m, fns[key].scale) if isinstance(fns[key], Part) else m
+                          for key, m in ms.items()})
         return GridResult(self.variants, self.sizes, self.size_name, self.label, times)

@@ -24,10 +24,10 @@ import warnings
 
 import torch
 
-from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, speedup, speedup_range
+from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, scaled, speedup, speedup_range
 from ..kit.env import pick_device
 from ..kit.verdicts import Decision, Measured
-from ..kit.versions import Variant, Versions
+from ..kit.versions import Grid, GridResult, Part, Variant, Versions
 from . import baseline, optimized
 from .claims import (
     FLOOR_CLAIM,
@@ -139,28 +139,40 @@ def sums_callable(x, y, **config):
     return lambda: [s.event_stats(st) for st in states]
 
 
-def scaled(m, factor: float):
-    """A Measurement whose times are multiplied by `factor` (a baseline timed on some slabs, scaled)."""
-    if factor == 1.0:
-        return m
-    return from_times([t * factor for t in m.raw_times], label=m.task_spec.label, sub_label=m.task_spec.sub_label,
-                      description=m.task_spec.description)
+def iteration_part(v: Variant, x, y, device=None):
+    """What a grid times for variant `v`: one LM iteration (`iteration_callable`), or for a baseline whose knobs set
+    `baseline_slabs` a `Part` of it, the first slabs, scaled to all (every slab costs the same: same events, same
+    rows)."""
+    _, fn, scale = iteration_callable(v, x, y, device=device)
+    return Part(fn, scale) if scale != 1.0 else fn
 
 
 def measure_iterations(variants: dict[str, Variant], x, y, *, label: str, sub_label: str, min_run_time: float,
                        max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
-    """One LM iteration of each variant ({key: Variant}, see iteration_callable; a baseline's knobs may hold
+    """One LM iteration of each variant ({key: Variant}, see iteration_part; a baseline's knobs may hold
     baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
     (perflab.kit.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
     hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
-    fns, scales = {}, {}
-    for key, v in variants.items():
-        _, fns[key], scales[key] = iteration_callable(v, x, y, device=device)
+    fns = {key: iteration_part(v, x, y, device=device) for key, v in variants.items()}
     fns.update(extra or {})
     ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
                              descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
                              device=device)
-    return {k: scaled(m, scales.get(k, 1.0)) for k, m in ms.items()}
+    return {k: scaled(m, fns[k].scale) if isinstance(fns[k], Part) else m for k, m in ms.items()}
+
+
+def slab_sweep(pair: dict[str, Variant], widths, x, y, *, device=None, rounds: int = 3, **timing) -> GridResult:
+    """One LM iteration of each of `pair` ({version: Variant}) at each of `widths` classes per slab (the baseline) or
+    per pass (the optimized solver), on the same (x, y): a `perflab.kit.versions.Grid` whose size is the
+    `class_slab_size` knob; a baseline timed on some slabs is a `Part`, scaled to all. -> GridResult (a table, a
+    figure, a log row per timing with its class_slab_size)"""
+    variants = [v.with_knobs(name=key) for key, v in pair.items()]
+
+    def call(v: Variant, width: int):
+        return iteration_part(v.with_knobs(name=v.name, class_slab_size=width), x, y, device=device)
+    grid = Grid(variants, sizes=list(widths), inputs=lambda width: width, call=call, size_name="class_slab_size",
+                label=f"LM iteration, {x.shape[0]} rows x {y.shape[1]} cls")
+    return grid.measure(rounds=rounds, device=device, **timing)
 
 
 def ratio(base, opt) -> dict:
