@@ -114,3 +114,23 @@ def test_paired_rounds_of_a_compiled_step_pass_under_the_cudagraph_check():
     finally:
         base.close()
         reset()
+
+
+def test_the_attention_layer_is_timed_side_by_side_and_its_ratio_is_manual_over_sdpa(monkeypatch):
+    # the timer is the kit's interleaved one (both in each round), called once with both; the ratio is manual / sdpa
+    from perflab.kit.bench import from_times
+    from perflab.latentwire import study
+
+    calls = []
+
+    def timer(fns, *, label, sub_labels, descriptions, **kw):
+        calls.append(sorted(fns))
+        for fn in fns.values():
+            fn()                                                      # a forward+backward of each: it runs
+        t = {"manual": [0.3, 0.3], "sdpa": [0.1, 0.1]}
+        return {k: from_times(t[k], label=label, sub_label=sub_labels[k], description=descriptions[k]) for k in fns}
+    monkeypatch.setattr(study, "measure_interleaved", timer)
+    gain, (manual, sdpa) = study.attention_layer(P, batch=2, seq=8, device="cpu")
+    assert calls == [["manual", "sdpa"]]
+    assert (manual.task_spec.description, sdpa.task_spec.description) == ("manual", "sdpa")
+    assert manual.task_spec.sub_label == f"[2, 8, {P.d_lm}]" and gain.value == pytest.approx(3.0)

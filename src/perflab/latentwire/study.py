@@ -26,7 +26,7 @@ import warnings
 
 import torch
 
-from ..kit.bench import Measurement, measure, speedup, summary
+from ..kit.bench import Measurement, measure, measure_interleaved, speedup, summary
 from ..kit.env import synchronize
 from ..kit.launches import count_launches, profiler_activities, self_time_key
 from ..kit.memory import peak_memory
@@ -274,11 +274,14 @@ def attention_fns(p: LatentWireParams, *, batch: int, seq: int, device) -> dict:
 
 
 def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tuple[Measured, list[Measurement]]:
-    """Forward+backward of one LM attention layer, eager vs SDPA (`attention_fns`), each timed on its own.
+    """Forward+backward of one LM attention layer, eager vs SDPA (`attention_fns`), timed side by side
+    (`measure_interleaved`: a drifting machine slows both alike).
     Returns (manual / sdpa: the ratio of medians with its 99% interval, [manual, sdpa] measurements)."""
-    ms = [measure(fn, label="attention layer fwd+bwd", sub_label=f"[{batch}, {seq}, {p.d_lm}]", description=attention,
-                  min_run_time=p.min_run_time, max_run_time=p.max_run_time, device=device)
-          for attention, fn in attention_fns(p, batch=batch, seq=seq, device=device).items()]
+    fns = attention_fns(p, batch=batch, seq=seq, device=device)
+    ms = measure_interleaved(fns, label="attention layer fwd+bwd", descriptions={k: k for k in fns},
+                             sub_labels={k: f"[{batch}, {seq}, {p.d_lm}]" for k in fns},
+                             min_run_time=p.min_run_time, max_run_time=p.max_run_time, device=device)
+    ms = [ms["manual"], ms["sdpa"]]
     return Measured.ratio(*ms), ms
 
 
