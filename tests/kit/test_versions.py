@@ -83,6 +83,7 @@ def test_a_grid_times_each_variant_at_each_size_and_logs_where(tmp_path):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["slow", "fast"]
     assert ax.get_xlabel() == "length" and ax.get_xscale() == "log" and ax.get_title() == "t"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "64"]   # the sizes, not 2^2 and 2^6
 
 
 def test_a_grid_refuses_variants_it_could_not_tell_apart():

@@ -164,6 +164,8 @@ class GridResult:
                               [scale * x["p80_s"] - m for m, x in zip(med, s)]])
         if _spans(self.sizes):
             ax.set_xscale("log", base=2)
+            ax.set_xticks(self.sizes, [str(x) for x in self.sizes])  # the sizes as given, not powers of 2
+            ax.minorticks_off()
         if _spans([scale * summary(m)["median_s"] for m in self.times.values()]):
             ax.set_yscale("log")
         ax.set_xlabel(xlabel or self.size_name)
