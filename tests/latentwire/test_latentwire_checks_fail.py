@@ -193,6 +193,7 @@ def test_the_compiled_check_passes_with_the_eager_backend_and_fails_on_other_sam
     assert "(allowed 2e-02 + 2e-02 x |loss|)" in amp.detail and amp.detail.startswith("2 steps x 2 micro-batches of 4")
 
 
+@pytest.mark.slow  # a compile: ~2.6 s: make test runs it, the fast tier stays the edit loop
 def test_all_checks_run_the_compiled_check_only_when_compiling():
     """Compile off: seven checks (three of the single pass), the sync check last and its counts returned; compile on:
     the compiled check too, before the sync check."""

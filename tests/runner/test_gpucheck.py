@@ -149,6 +149,7 @@ def test_the_notebook_kernels_keep_their_compile_caches_in_the_run_folder(tmp_pa
 
 # ---- a hard stop for everything (issue 38 item 2): a test's limit, a cell's limit, the call's deadline -----------
 
+@pytest.mark.slow  # a child pytest run to its time limit: ~3 s: make test runs it, the fast tier stays the edit loop
 def test_a_test_over_its_limit_fails_and_the_run_goes_on(tmp_path):
     import subprocess
     import sys
