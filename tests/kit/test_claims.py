@@ -108,8 +108,8 @@ def test_log_prints_and_logs_each_row_and_the_headline(tmp_path, capsys):
     assert log.rows(kind="note")[0]["text"] == "at least 2x faster at batch 64: one call at batch 64 [holds]"
     out = capsys.readouterr().out
     assert "[holds] at least 2x faster at batch 64\n    claimed: >= 2x\n    here: one call at batch 64\n" in out
-    assert ("judged: 3 [2.5, 3.5] against >= 2 (99% interval; mean of 12 paired rounds of 3 and 8 calls (blocks of 5 "
-            "ms), typical 2.9; 0.31 s)") in out
+    assert ("judged: 3.00 [2.50, 3.50] against >= 2 (99% interval; mean of 12 paired rounds of 3 and 8 calls (blocks of 5 "
+            "ms), typical 2.90; 0.31 s)") in out
     assert "[not tested here (measured on cpu)] 10x on a GPU" in out
     assert judged_text(rows[1]) == "0 (exact) against <= 0"
 
@@ -147,7 +147,7 @@ def test_the_figure_reads_without_the_table_one_panel_per_claim_in_its_units(tmp
     text = _texts(fig)
     assert long.strip() in text.replace("\n", " ")                      # whole, wrapped, not cut
     assert "holds · 14.5 [13.6, 16.1] against >= 10 · mean of 40 paired rounds of 1 and 14 calls" in text
-    assert "holds · 0.03 [0.02, 0.04] against <= 0.05" in text and "not tested here (measured on cpu)" in text
+    assert "holds · 0.0300 [0.0200, 0.0400] against <= 0.05" in text and "not tested here (measured on cpu)" in text
     speed = fig.axes[0]
     assert speed.get_xscale() == "log" and speed.get_xlim()[0] < 10 < speed.get_xlim()[1]
     assert any(list(line.get_xdata()) == [10.0, 10.0] for line in speed.lines)       # the threshold at 10
@@ -168,9 +168,9 @@ def test_the_figure_reads_rows_as_the_log_holds_them():
               {"key": "c", "claim": "c", "verdict": "not tested here", "why": "measured on cpu", "value": 1.0,
                "low": 0.5, "high": 1.5, "at_least": 5.0}]
     text = _texts(claims_figure(logged))
-    assert "holds · 3 [2.5, inf] against >= 2" in text
+    assert "holds · 3.00 [2.50, inf] against >= 2" in text
     assert "holds (no interval logged)" in text and "not tested here (measured on cpu)" in text
-    assert judged_text(logged[0]) == "3 [2.5, inf] against >= 2" and judged_text(logged[1]) == ""
+    assert judged_text(logged[0]) == "3.00 [2.50, inf] against >= 2" and judged_text(logged[1]) == ""
 
 
 def test_several_setup_keys_read_as_one_phrase_and_why_not_is_printed(tmp_path, capsys):
@@ -204,7 +204,7 @@ def test_the_log_holds_what_each_row_says_and_the_printout_its_source(tmp_path, 
     assert log.rows(kind="note")[0]["text"] == "half the memory: 0.4 of it [holds]"
     out = capsys.readouterr().out
     assert out == ("[holds] 2x faster (seed 002)\n    claimed: >= 2x\n    here: 2.5x\n"
-                   "    judged: 2.5 [2.2, 2.8] against >= 2\n"
+                   "    judged: 2.50 [2.20, 2.80] against >= 2\n"
                    "[holds] half the memory\n    claimed: <= 0.5\n    here: 0.4 of it\n"
                    "    judged: 0.4 (exact) against <= 0.5\n")
     with pytest.raises(ClaimError, match=r"headline 'speed_2x' is not among the rows: speed, mem$"):
@@ -233,7 +233,7 @@ def test_judged_text_needs_a_value_and_a_rule_and_says_rounds_and_note():
     assert judged_text({"rule": ">= 2"}) == ""                                      # no value
     row = {"value": 2.5, "low": 2.0, "high": 3.0, "rule": ">= 2", "confidence": 0.99, "rounds": 12, "seconds": 0.5,
            "note": "budget spent"}
-    assert judged_text(row) == "2.5 [2, 3] against >= 2 (99% interval; 12 rounds; 0.50 s); budget spent"
+    assert judged_text(row) == "2.50 [2.00, 3.00] against >= 2 (99% interval; 12 rounds; 0.50 s); budget spent"
 
 
 def _marks(ax):
@@ -293,10 +293,16 @@ def test_the_log_scale_is_for_positive_ratios():
 
 
 def test_numbers_read_with_three_figures_and_commas_from_a_thousand():
-    from perflab.kit.claims import _num
+    from perflab.kit.formatting import num, num_interval
 
-    assert [_num(x) for x in (-math.inf, math.inf, 999.0, 1000.0, 23456.7, 0.012345, 1e15)] == [
+    assert [num(x) for x in (-math.inf, math.inf, 999.0, 1000.0, 23456.7, 0.012345, 1e15)] == [
         "-inf", "inf", "999", "1,000", "23,457", "0.0123", "1e+15"]
+    # a measured number's three figures say three are known: an interval [12.04, 15.96] is '[12.0, 16.0]', not
+    # '[12, 16]'; an exact one (a count, a threshold) as short as it is
+    assert [num(x, measured=True) for x in (12.04, 15.96, 1.1, 1.0, 3138.0, 0, 0.9996)] == [
+        "12.0", "16.0", "1.10", "1.00", "3,138", "0", "1.00"]
+    assert [num(x) for x in (12.04, 1.1, 1.0, 0.4)] == ["12", "1.1", "1", "0.4"]
+    assert num_interval(13.93, 12.04, 15.96) == "13.9 [12.0, 16.0]" and num_interval(2, 1.5, 2.5, "x") == "2.00x [1.50x, 2.50x]"
 
 
 def test_a_logged_row_reads_back_dropping_an_incomplete_interval_whole_and_keeping_the_rule():
@@ -416,20 +422,20 @@ def test_a_panels_words_are_its_rows_words_wrapped_to_the_figures_width():
 
     matplotlib.use("Agg")
     title = "a" * 75 + " " + "b" * 75                                  # 151 characters: two lines at 150
-    how = "c" * 68 + " " + "d" * 68                                     # the label's line: 171 characters
+    how = "c" * 61 + " " + "d" * 68                                     # the label's line: 171 characters
     rows = [{"key": "s", "claim": title, "verdict": "holds", "value": 2.5, "low": 2.0, "high": 3.0, "at_least": 2.0,
              "rule": ">= 2", "how": how},
             {"key": "g", "claim": "on a GPU", "verdict": "not tested here", "why": "x" * 76 + " " + "y" * 76,
              "value": 1.0, "low": 0.5, "high": 1.5, "at_least": 5.0}]
     label = _label(rows[0], {k: rows[0].get(k) for k in ("value", "low", "high")}, "")
-    assert label == "holds · 2.5 [2, 3] against >= 2 · " + how and len(label) == 171
+    assert label == "holds · 2.50 [2.00, 3.00] against >= 2 · " + how and len(label) == 171
     fig = claims_figure(rows)
     drawn, undrawn = fig.axes
     assert drawn.get_title("left") == "a" * 75 + "\n" + "b" * 75
-    assert drawn.xaxis.label.get_text() == "holds · 2.5 [2, 3] against >= 2 · " + "c" * 68 + "\n" + "d" * 68
+    assert drawn.xaxis.label.get_text() == "holds · 2.50 [2.00, 3.00] against >= 2 · " + "c" * 61 + "\n" + "d" * 68
     assert drawn.axison and not undrawn.axison                          # not tested: its reason, no axes
     [text] = undrawn.texts
-    assert text.get_text() == "not tested here (" + "x" * 76 + "\n" + "y" * 76 + ") · 1 [0.5, 1.5] against"   # 171 at once
+    assert text.get_text() == "not tested here (" + "x" * 76 + "\n" + "y" * 76 + ") · 1.00 [0.500, 1.50] against"   # 171 at once
     assert text.get_position() == (0, 0.3) and text.get_transform() == undrawn.transAxes
     assert fig._suptitle is None                                        # no title given, none drawn
     assert _label({"verdict": "holds"}, {"value": 3.0, "low": 3.0, "high": 3.0}, "B") == "B: holds · 3 against "
@@ -443,7 +449,7 @@ def test_the_figure_reads_rows_by_claim_text_and_several_runs_each_where_it_has_
     b = dict(a, claim="b", value=3.0, low=2.5, high=3.5)
     fig = claims_figure({"A": [a], "B": [a, b], "C": [b]}, title="three runs")
     assert [ax.get_title("left") for ax in fig.axes] == ["a", "b"]      # rows without a key: by their claim's text
-    assert fig.axes[1].xaxis.label.get_text() == "B: holds · 3 [2.5, 3.5] against >= 1.2\nC: holds · 3 [2.5, 3.5] against >= 1.2"
+    assert fig.axes[1].xaxis.label.get_text() == "B: holds · 3.00 [2.50, 3.50] against >= 1.2\nC: holds · 3.00 [2.50, 3.50] against >= 1.2"
     assert [list(line.get_ydata()) for line in fig.axes[1].lines if line.get_marker() == "o"] == [[-1], [-2]]
     assert fig._suptitle.get_text() == "three runs"
     one = claims_figure({"A": [a, b]}).get_size_inches()[1]

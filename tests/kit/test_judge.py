@@ -101,9 +101,9 @@ def test_paired_ratio_is_the_totals_ratio_with_fiellers_interval():
 
 def test_a_decision_reads_its_rule_interval_and_note():
     d = Decision("holds", 2.5, 2.0, 3.0, 12, 0.5, 0.99, "speedup", at_least=2.0)
-    assert str(d) == "speedup 2.5 [2, 3] (99% interval, 12 rounds, 0.50 s), claim >= 2: holds"
+    assert str(d) == "speedup 2.50 [2.00, 3.00] (99% interval, 12 rounds, 0.50 s), claim >= 2: holds"
     d = Decision("within noise", 0.25, -math.inf, math.inf, 1, 2.0, 0.99, "seconds", at_most=0.3, note="budget spent")
-    assert str(d) == "seconds 0.25 [-inf, inf] (99% interval, 1 rounds, 2.00 s), claim <= 0.3: within noise (budget spent)"
+    assert str(d) == "seconds 0.250 [-inf, inf] (99% interval, 1 rounds, 2.00 s), claim <= 0.3: within noise (budget spent)"
 
 
 def test_rejudge_judges_the_same_interval_against_another_rule():

@@ -7,6 +7,7 @@ import types
 import pytest
 
 from perflab.kit.claims import Check, Claims, report_checks
+from perflab.kit.formatting import num
 from perflab.kit.results import ResultsLog
 from perflab.kit.verdicts import VERDICTS, Decision, Measured
 from perflab.kit.versions import Part
@@ -193,7 +194,7 @@ def test_slab_decisions_are_what_slab_claims_judge(tiny):
     rows = {r["key"]: r for r in claims.SLAB_CLAIMS.judge(_found(decisions), cfg=cfg, device="cpu")}
     assert set(rows) == set(claims.SLAB_CLAIMS.keys) and all(r["verdict"] in VERDICTS for r in rows.values())
     assert rows["gpu_100x"]["verdict"] == "not tested here"
-    assert rows["cpu_10x"]["measured"].startswith(f"{study.g3(decisions['cpu_10x'].value)}x [")
+    assert rows["cpu_10x"]["measured"].startswith(f"{num(decisions['cpu_10x'].value, False)}x [")
     assert "one whole LM iteration at 4096 rows x 32 classes" in rows["cpu_10x"]["measured"]
     assert "mean of" in rows["cpu_10x"]["measured"] and "calls" in rows["cpu_10x"]["measured"]
     assert "rounds" in rows["floor_3x"] and rows["job_18h"]["why"] == "measured on cpu"

@@ -53,9 +53,9 @@ def test_claims_side_by_side_from_each_sides_latest_judged_execution(tmp_path, c
     md = (out / "COMPARE.md").read_text()
     assert "## s: claims" in md
     assert "A: run ra; B: run rb1 (an earlier execution: the latest judged no claims)" in md
-    assert ("| 2x faster | >= 2x | **holds**: 2.4 [2.3, 2.5] against >= 2 "
-            "| **within noise**: 1.9 [1.7, 2.2] against >= 2 |") in md
-    assert "| **not tested here** (measured at batch=16): 3.5 [3.2, 3.9] against >= 3 |" in md
+    assert ("| 2x faster | >= 2x | **holds**: 2.40 [2.30, 2.50] against >= 2 "
+            "| **within noise**: 1.90 [1.70, 2.20] against >= 2 |") in md
+    assert "| **not tested here** (measured at batch=16): 3.50 [3.20, 3.90] against >= 3 |" in md
     assert "![claims of s: A and B](claims-s.png)" in md
     assert (out / "claims-s.png").read_bytes()[:4] == b"\x89PNG"
     assert "## s: claims" in capsys.readouterr().out  # printed too
@@ -68,5 +68,5 @@ def test_an_old_log_without_claim_keys_pairs_by_the_claims_text(tmp_path):
     out = tmp_path / "cmp"
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)]) == 0
     md = (out / "COMPARE.md").read_text()
-    assert "| 2x faster | >= 2x | **holds**: 2.4 [2.3, 2.5] against >= 2 | **does not hold** |" in md
-    assert "| 3x faster at batch 64 | >= 3x | **holds**: 3.5 [3.2, 3.9] against >= 3 | - |" in md
+    assert "| 2x faster | >= 2x | **holds**: 2.40 [2.30, 2.50] against >= 2 | **does not hold** |" in md
+    assert "| 3x faster at batch 64 | >= 3x | **holds**: 3.50 [3.20, 3.90] against >= 3 | - |" in md

@@ -183,7 +183,7 @@ def test_a_failed_run_keeps_the_last_judged_verdicts_in_view(tmp_path):
     earlier = _section(text, "s: earlier run 20261123-090000-aaaa, the latest that judged claims")
     assert "run 20261123-100000-bbbb (**failed**), judged no claims" in earlier and "started " in earlier
     claims = _table(earlier.split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
-    assert claims == [["2x faster", "2x", "2.4x", "2.4 [2.3, 2.5] against >= 2", "Some CPU", "**holds**"]]
+    assert claims == [["2x faster", "2x", "2.4x", "2.40 [2.30, 2.50] against >= 2", "Some CPU", "**holds**"]]
     assert "1 of them shown after their study's latest" in text
 
 
@@ -256,9 +256,9 @@ def test_the_claims_show_their_reason_and_judged_interval_and_are_drawn_beside_t
     text = write(tmp_path).read_text()
     rows = _table(_section(text, "s").split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
     assert [r[3:] for r in rows] == [
-        ["2.41 [2.3, 2.55] against >= 2 (partly: >= 1.2)", "Some CPU", "**holds**"],
+        ["2.41 [2.30, 2.55] against >= 2 (partly: >= 1.2)", "Some CPU", "**holds**"],
         ["0 (exact) against <= 0", "Some CPU", "**fixed**"],
-        ["3.2 [3, inf] against >= 3", "Some CPU", "**not tested here** (measured at batch=16)"]]
+        ["3.20 [3.00, inf] against >= 3", "Some CPU", "**not tested here** (measured at batch=16)"]]
     assert "![s: claims of run r1](claims-s.png)" in _section(text, "s")
     assert "![speed](s/r1/speed.png)" in text and "s/r1/claims.png" not in text  # one claims figure, not two
     assert (tmp_path / "claims-s.png").read_bytes()[:4] == b"\x89PNG"
@@ -314,7 +314,7 @@ def test_a_sweeps_claims_figure_reads_alone_and_its_tables_name_each_point(tmp_p
     fig = sweep_claims_figure(rows, "batch", {"batch": [64, 512]})
     text = _texts(fig)
     assert long_claim[:60] in text.replace("\n", " ") and "compiled and captured" in text.replace("\n", " ")  # whole
-    assert "2.1 [1.9, 2.3] does not hold" in text and "4.5 [4.1, 4.9] holds" in text and "threshold >= 3" in text
+    assert "2.10 [1.90, 2.30] does not hold" in text and "4.50 [4.10, 4.90] holds" in text and "threshold >= 3" in text
     assert fig.axes[0].get_yscale() == "log" and fig.axes[0].get_xlabel() == "batch"
     fig.savefig(tmp_path / "f.png")  # renders
     timings = _table(_study_section("03_eval", "03_eval", None, rows, tmp_path).split("### Timings", 1)[1])

@@ -27,6 +27,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from .formatting import num, num_interval
 from .verdicts import Decision, Measured, judge
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -381,12 +382,6 @@ def verdict_text(row: Mapping) -> str:
     return f"{row['verdict']} ({row['why']})" if row.get("why") else row["verdict"]
 
 
-def _num(x: float) -> str:
-    """3 significant figures, without an exponent from 1,000 up: 2.5, 0.0102, 2,310 (not 2.31e+03)."""
-    if not math.isfinite(x):
-        return "-inf" if x < 0 else "inf"
-    return f"{x:,.0f}" if 1000 <= abs(x) < 1e15 else f"{x:.3g}"
-
 
 def judged_text(row: Mapping) -> str:
     """How the measured number was judged: '2.41 [2.30, 2.55] against >= 2 (99% interval; mean of 40 paired rounds of
@@ -394,12 +389,13 @@ def judged_text(row: Mapping) -> str:
     row = as_row(row)
     if "value" not in row or "rule" not in row:
         return ""
-    span = f" [{_num(row['low'])}, {_num(row['high'])}]" if row["low"] != row["high"] else " (exact)"
+    exact = row["low"] == row["high"]
+    numbers = f"{num(row['value'])} (exact)" if exact else num_interval(row["value"], row["low"], row["high"])
     what = row.get("how") or f"{row.get('rounds')} rounds"
     how = (f" ({row['confidence']:.0%} interval; {what}; {row['seconds']:.2f} s)"
            if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")
     how += f"; {row['note']}" if row.get("note") else ""
-    return f"{_num(row['value'])}{span} against {row['rule']}{how}"
+    return f"{numbers} against {row['rule']}{how}"
 
 
 def log_rows(log, rows: list[ClaimRow], *, headline: str | None = None) -> None:
@@ -470,9 +466,10 @@ def _label(row: Mapping, nums: Mapping, label: str) -> str:
     if nums["value"] is None:
         return head + (verdict_text(row) if row["verdict"] == "not tested here" else
                        f"{row['verdict']} (no interval logged)")
-    span = f" [{_num(nums['low'])}, {_num(nums['high'])}]" if nums["low"] != nums["high"] else ""
+    exact = nums["low"] == nums["high"]
+    numbers = num(nums["value"]) if exact else num_interval(nums["value"], nums["low"], nums["high"])
     how = f" · {row['how']}" if row.get("how") else ""
-    return f"{head}{verdict_text(row)} · {_num(nums['value'])}{span} against {row.get('rule', '')}{how}"
+    return f"{head}{verdict_text(row)} · {numbers} against {row.get('rule', '')}{how}"
 
 
 def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = ""):
@@ -554,7 +551,7 @@ def log_ticks(axis) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda x, _: _num(x)))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: num(x)))
     axis.set_minor_formatter(NullFormatter())
 
 

@@ -43,6 +43,7 @@ import math
 import random
 from collections.abc import Callable
 
+from .formatting import num, num_interval
 from .intervals import (
     FEW,
     load_slope,
@@ -56,7 +57,7 @@ from .intervals import (
     trend,
     with_drift,
 )
-from .judge import Decision, Measured, _check_rule, _g, _settled, judge
+from .judge import Decision, Measured, _check_rule, _settled, judge
 
 BLOCK = 0.005      # seconds of each side's block in a round (tools/block-size.py)
 DRIFT = 0.05       # relative sd of the machine's speed between windows of DRIFT_WINDOW seconds, which a window's rounds
@@ -315,8 +316,8 @@ class _Paired:
         passes = judge(Measured.exact(v), **{**rule, "partly": None}) == "holds"
         if m.low - 2 * se <= v <= m.high + 2 * se and passes == (judge(m, **rule) == "holds"):
             return v, False, ""
-        return v, True, (f"with {LONG}x longer blocks the value is {_g(v)} (standard error {_g(se)}), apart from this "
-                         f"interval ({_g(m.value)} [{_g(m.low)}, {_g(m.high)}] over {len(self.tb)} rounds): a side "
+        return v, True, (f"with {LONG}x longer blocks the value is {num(v, True)} (standard error {num(se, True)}), "
+                         f"apart from this interval ({num_interval(m.value, m.low, m.high)} over {len(self.tb)} rounds): a side "
                          f"not yet steady, or interleaving that changes a side's own cost (its caches, the allocator)")
 
     def restart(self) -> None:
@@ -389,7 +390,7 @@ def _apart(m: Measured, typ: tuple, tb: list[float], to: list[float], quantity: 
         return ""
     skew = [sum(x) / len(x) / max(median(x), 1e-300) for x in (tb, to)]
     side = "baseline" if skew[0] > skew[1] else "optimized"
-    return f"the {side} side's slow calls: typical {_g(v)}, mean (total time) {_g(m.value)} ({quantity})"
+    return f"the {side} side's slow calls: typical {num(v, True)}, mean (total time) {num(m.value, True)} ({quantity})"
 
 
 def timed(fn, *, rule: dict, scale: float, quantity: str, max_run_time: float, confidence: float, block: float,

@@ -1,6 +1,7 @@
 """Numbers as reports print them: three significant figures, units for seconds (imports nothing heavy).
 
     sig(13.2874)  -> '13.3'      sig(669.8) -> '670'      sig(0.0006783) -> '6.78e-04'      sig(12) -> '12'
+    num(12.04, measured=True) -> '12.0'    num(1.0, measured=True) -> '1.00'    num(1.0) -> '1'    num(3138.0) -> '3,138'
     fmt_seconds(0.034) -> '34.0 ms'
     short({"spread": [0.99166, 1.1691]}) -> '{spread: [0.992, 1.17]}'
     fmt_interval(Measured(1.03, 1.01, 1.05)) -> '1.03x [1.01, 1.05]'
@@ -24,6 +25,25 @@ def sig(v, digits: int = 3) -> str:
     if -3 <= mag < 6:
         return f"{r:.{max(0, digits - 1 - mag)}f}"
     return f"{r:.{digits - 1}e}"
+
+
+def num(x, measured: bool = False) -> str:
+    """A number as a claim's text shows it: no exponent from 1,000 up ('3,138', '2,310'), 'inf' / '-inf' for an open
+    bound; below that, a measured number (`measured`: a value with its interval, a typical call) to 3 significant
+    figures with their trailing zeros ('12.0', '1.10': '12' would say two figures are known), an exact one (a count,
+    a share counted, a threshold, a tick) as short as 3 figures allow ('1', '0.4', '0.0102')."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "-inf" if x < 0 else ("inf" if x > 0 else "nan")
+    if 1000 <= abs(x) < 1e15:
+        return f"{x:,.0f}"
+    return sig(x) if measured else f"{x:.3g}"
+
+
+def num_interval(value, low, high, unit: str = "") -> str:
+    """A measured value and its interval, each to 3 figures with their zeros (`num`, measured): '2.41 [2.30, 2.55]';
+    `unit` after each: '2.41x [2.30x, 2.55x]'."""
+    return f"{num(value, True)}{unit} [{num(low, True)}{unit}, {num(high, True)}{unit}]"
 
 
 def short(v, digits: int = 3) -> str:

@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from .formatting import num, num_interval
 from .intervals import mean_interval, ratio_interval
 
 VERDICTS = ("holds", "partly holds", "does not hold", "within noise", "fixed", "not tested here")
@@ -118,10 +119,6 @@ def _settled(m: Measured, at_least, at_most, partly) -> bool:
     return partly is None or (m.high < partly if at_least is not None else m.low > partly)
 
 
-def _g(x: float) -> str:
-    return f"{x:.3g}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
-
-
 @dataclasses.dataclass(frozen=True)
 class Decision:
     """What a `decide_*` call measured and concluded: the verdict, the value judged (a mean: for a speedup the ratio
@@ -171,8 +168,8 @@ class Decision:
     @property
     def interval(self) -> str:
         """'2.41 [2.30, 2.55] (99% interval, 40 rounds, 0.61 s)'"""
-        return (f"{_g(self.value)} [{_g(self.low)}, {_g(self.high)}] ({self.confidence:.0%} interval, {self.rounds} "
-                f"rounds, {self.seconds:.2f} s)")
+        return (f"{num_interval(self.value, self.low, self.high)} ({self.confidence:.0%} interval, {self.rounds} rounds, "
+                f"{self.seconds:.2f} s)")
 
     @property
     def how(self) -> str:
@@ -180,7 +177,7 @@ class Decision:
         what = "paired rounds" if len(self.calls) == 2 else "rounds"
         per = f" of {' and '.join(map(str, self.calls))} calls" if self.calls else ""
         blk = f" (blocks of {self.block * 1e3:.3g} ms)" if self.block else ""
-        typ = f", typical {_g(self.typical)}" if math.isfinite(self.typical) else ""
+        typ = f", typical {num(self.typical, True)}" if math.isfinite(self.typical) else ""
         return f"mean of {self.rounds} {what}{per}{blk}{typ}"
 
     def __str__(self) -> str:

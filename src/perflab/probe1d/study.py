@@ -26,6 +26,7 @@ import torch
 
 from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, scaled, speedup, speedup_range
 from ..kit.env import pick_device
+from ..kit.formatting import num
 from ..kit.verdicts import Decision, Measured
 from ..kit.versions import Grid, GridResult, Part, Variant, Versions
 from . import baseline, optimized
@@ -437,16 +438,9 @@ def breakdown(columns: dict) -> object:
     return pd.DataFrame(out)
 
 
-def g3(v: float) -> str:
-    """3 significant figures, without exponents below 1e4: 15.1, 0.952, 1062 -> '1.06e+03' never."""
-    if not math.isfinite(v):
-        return str(v)
-    return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-
-
 def rng(d: dict, unit: str = "x") -> str:
     """'15.1x (p20-p80 11.5-16.9x)' from {"ratio", "low", "high"}: a table's spread, not a verdict's interval."""
-    return f"{g3(d['ratio'])}{unit} (p20-p80 {g3(d['low'])}-{g3(d['high'])}{unit})"
+    return f"{num(d['ratio'], True)}{unit} (p20-p80 {num(d['low'], True)}-{num(d['high'], True)}{unit})"
 
 
 def hook_sentence(costs: dict) -> str:
@@ -478,7 +472,7 @@ def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[st
 
 
 def _x(d: Decision, unit: str = "x") -> str:
-    return f"{g3(d.value)}{unit} [{g3(d.low)}, {g3(d.high)}]"
+    return f"{num(d.value, True)}{unit} [{num(d.low, True)}, {num(d.high, True)}]"
 
 
 def evidence(run, decisions: dict, *, default: dict, side: dict, fit: dict, fits: dict, qx_ok: bool, hours: dict,
@@ -503,10 +497,10 @@ def evidence(run, decisions: dict, *, default: dict, side: dict, fit: dict, fits
                         (None, f"on {device_type} at {size}: {tables}" + (f"; {c.why_not}" if c.why_not else "")))
     job = decisions.get("job_18h")
     found["job_18h"] = (job, (f"{_x(job)} per LM iteration ({how}: {job.how}): 18 h -> "
-                              f"{g3(SEED_JOB['hours'] / job.value)} h; "
+                              f"{num(SEED_JOB['hours'] / job.value)} h; "
                               if job is not None else "") +
-                        f"extrapolated on {device_type}: baseline {g3(hours['baseline'])} h, optimized "
-                        f"{g3(hours['optimized'])} h at full activity; whole fit {rng(fit)}")
+                        f"extrapolated on {device_type}: baseline {num(hours['baseline'])} h, optimized "
+                        f"{num(hours['optimized'])} h at full activity; whole fit {rng(fit)}")
     d = decisions.get(FLOOR_CLAIM.key)
     found[FLOOR_CLAIM.key] = (d, (f"{_x(d, 'x the floor')} (the optimized iteration, {mode}, against the floor's "
                                   f"kernel: {floor['bound']}; {d.how}); " if d is not None else "")

@@ -77,7 +77,8 @@ def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..kit.claims import COLORS, ClaimRow, _num, _ratio_scale, _wrap, log_ticks
+    from ..kit.claims import COLORS, ClaimRow, _ratio_scale, _wrap, log_ticks
+    from ..kit.formatting import num, num_interval
 
     others = [k for k in grid if k != param]
     by_claim: dict[str, list] = {}
@@ -117,10 +118,10 @@ def sweep_claims_figure(rows: list[dict], param: str, grid: dict[str, list]):
                 hi = n["high"] if math.isfinite(n["high"]) else n["value"]
                 ax.errorbar([x], [n["value"]], yerr=[[n["value"] - lo], [hi - n["value"]]], fmt="o", color=color,
                             mec="black", mew=0.5, capsize=3, zorder=2)
-                ax.annotate(f"{_num(n['value'])} [{_num(n['low'])}, {_num(n['high'])}] {verdict}", (x, n["value"]),
+                ax.annotate(f"{num_interval(n['value'], n['low'], n['high'])} {verdict}", (x, n["value"]),
                             textcoords="offset points", xytext=(6, 4), fontsize=6.5)
         ax.axhline(thr, color="black", lw=1.1)
-        rule = pts[0][2].get("rule") or (f">= {_num(thr)}" if n0.get("at_least") is not None else f"<= {_num(thr)}")
+        rule = pts[0][2].get("rule") or (f">= {num(thr)}" if n0.get("at_least") is not None else f"<= {num(thr)}")
         ax.annotate(f"threshold {rule}", (0, thr), xycoords=("axes fraction", "data"), textcoords="offset points",
                     xytext=(2, 3), fontsize=6.5)
         if n0.get("partly") is not None:
