@@ -276,7 +276,8 @@ def attention_fns(p: LatentWireParams, *, batch: int, seq: int, device) -> dict:
 def attention_layer(p: LatentWireParams, *, batch: int, seq: int, device) -> tuple[Measured, list[Measurement]]:
     """Forward+backward of one LM attention layer, eager vs SDPA (`attention_fns`), timed side by side
     (`measure_interleaved`: a drifting machine slows both alike).
-    Returns (manual / sdpa: the ratio of medians with its 99% interval, [manual, sdpa] measurements)."""
+    Returns (manual / sdpa: the ratio of mean times with its 99% interval (`Measured.ratio`), [manual, sdpa]
+    measurements)."""
     fns = attention_fns(p, batch=batch, seq=seq, device=device)
     ms = measure_interleaved(fns, label="attention layer fwd+bwd", descriptions={k: k for k in fns},
                              sub_labels={k: f"[{batch}, {seq}, {p.d_lm}]" for k in fns},
@@ -519,10 +520,11 @@ def evidence(run, results: dict, decisions: dict, extra: dict) -> dict[str, tupl
                                                        f"(ablation timings, ratio of medians)")
         elif how == "attention":
             (seq, first), *rest = extra["attention"].items()
-            others = "".join(f"; {g.value:.2f}x at length {s} (ratio of medians)" for s, g in rest)
+            others = "".join(f"; {g.value:.2f}x at length {s} (ratio of mean times)" for s, g in rest)
             out[key] = (d, f"{_x(d)} on one attention layer (fwd+bwd) on {dt} at the study's LM length {seq} "
                            f"({_rounds(d)})" + others) if d is not None else \
-                (None, f"eager over SDPA on one attention layer (fwd+bwd) on {dt}: {first.value:.2f}x at length {seq}"
+                (None, f"eager over SDPA on one attention layer (fwd+bwd) on {dt}: {first.value:.2f}x at length {seq} "
+                       f"(ratio of mean times)"
                        f"{others}; not judged")
         elif how == "memory":
             r = results.get(v)
@@ -613,6 +615,6 @@ def sweep_findings(sweep: dict, flops_per_sample: float, peaks: dict, gains: dic
     if gains:
         wins = [b for b, g in sorted(gains.items()) if g.low > 1]
         out.append("bf16 over fp32: " + ", ".join(f"{g.value:.2f}x at batch {b}" for b, g in sorted(gains.items()))
-                   + (f"; bf16 wins (99% interval of the ratio of medians above 1x) at batch {', '.join(map(str, wins))}"
+                   + (f"; bf16 wins (99% interval of the ratio of mean times above 1x) at batch {', '.join(map(str, wins))}"
                       if wins else "; bf16 wins at no batch"))
     return out
