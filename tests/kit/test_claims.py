@@ -302,7 +302,7 @@ def test_numbers_read_with_three_figures_and_commas_from_a_thousand():
     assert [num(x, measured=True) for x in (12.04, 15.96, 1.1, 1.0, 3138.0, 0, 0.9996)] == [
         "12.0", "16.0", "1.10", "1.00", "3,138", "0", "1.00"]
     assert [num(x) for x in (12.04, 1.1, 1.0, 0.4)] == ["12", "1.1", "1", "0.4"]
-    assert num_interval(13.93, 12.04, 15.96) == "13.9 [12.0, 16.0]" and num_interval(2, 1.5, 2.5, "x") == "2.00x [1.50x, 2.50x]"
+    assert num_interval(13.93, 12.04, 15.96) == "13.9 [12.0, 16.0]" and num_interval(2, 1.5, 2.5, "x") == "2.00x [1.50, 2.50]"
 
 
 def test_a_logged_row_reads_back_dropping_an_incomplete_interval_whole_and_keeping_the_rule():

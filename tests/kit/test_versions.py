@@ -99,17 +99,15 @@ def test_a_grid_refuses_variants_it_could_not_tell_apart():
 
 def test_a_grid_scales_a_part_of_the_work_to_the_whole_call_and_keeps_its_blocks(monkeypatch):
     # "slow" timed on a quarter of its work: the table, the figure and the log read a whole call (4x the part); the
-    # timer is replaced by one that calls each callable once and reads fixed blocks (2 calls each), so the scaling is
-    # checked exactly, not against another timing
-    import perflab.kit.versions as versions
+    # timer (bench.measure, under measure_interleaved, which scales a Part) is replaced by one that calls the callable
+    # once and reads fixed blocks (2 calls each), so the scaling is checked exactly, not against another timing
+    import perflab.kit.bench as bench
     from perflab.kit.bench import from_times
 
-    def timer(fns, *, label, sub_labels, descriptions, rounds, **timing):
-        for fn in fns.values():
-            fn()
-        return {k: from_times([0.2, 0.4], label=label, sub_label=sub_labels[k], description=descriptions[k], calls=2)
-                for k in fns}
-    monkeypatch.setattr(versions, "measure_interleaved", timer)
+    def timer(fn, *, label, sub_label, description, **timing):
+        fn()
+        return from_times([0.2, 0.4], label=label, sub_label=sub_label, description=description, calls=2)
+    monkeypatch.setattr(bench, "measure", timer)
     v = Versions({"slow": slow, "fast": fast})
     ran = []
 
@@ -118,11 +116,12 @@ def test_a_grid_scales_a_part_of_the_work_to_the_whole_call_and_keeps_its_blocks
             return Part(lambda: ran.append(slow(n)), scale=4)
         return lambda: variant(n)
 
-    times = Grid(v.variants(), sizes=[64], inputs=lambda n: n, call=call).measure()
+    times = Grid(v.variants(), sizes=[64], inputs=lambda n: n, call=call).measure(rounds=1)
     assert ran == [slow(64)]                                      # the part is what ran
     assert times["slow", 64].times == pytest.approx([0.4, 0.8])   # 0.1 and 0.2 s per call, x4
     assert times["fast", 64].times == pytest.approx([0.1, 0.2])   # a whole call: as timed
-    assert times["slow", 64].number_per_run == 2 and times["slow", 64].task_spec.sub_label == "size=64"
+    # its two blocks kept (measure_interleaved merges rounds into per-call times: calls per block are scaled() 's test)
+    assert len(times["slow", 64].times) == 2 and times["slow", 64].task_spec.sub_label == "size=64"
     with pytest.raises(ValueError, match="finite scale > 0"):
         Part(lambda: None, scale=0)
 

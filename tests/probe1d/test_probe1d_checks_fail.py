@@ -98,6 +98,15 @@ def test_profile_checks_pass_and_name_each_version(data):
     assert got[0].detail.endswith(", allowed 1e-4, over 60 (latent, class) pairs")
 
 
+def _fit_counting(fit, n: int):
+    """`fit`, its fits reporting `n` zero-gradient fallback coordinates, all `n` on latents that never fire."""
+    def counted(probe, x, y):
+        p = fit(probe, x, y)
+        p.counters_.update(zero_grad_fallback_coords=n, zero_grad_fallback_on_empty_latents=n)
+        return p
+    return counted
+
+
 def test_profile_checks_fail_on_fallbacks_and_on_losses_off_the_oracle(data, monkeypatch):
     """The optimized fit reporting zero-gradient fallbacks, the baseline none or some on latents that fire, and an
     oracle whose losses are 1e-3 off: each of those checks fails with the count or gap."""
@@ -118,12 +127,7 @@ def test_profile_checks_fail_on_fallbacks_and_on_losses_off_the_oracle(data, mon
         (True, "6 coordinates, need > 0"), (False, "5 of the 6 on latents that never fire"),
         (False, "3 coordinates"), (False, "2 fallbacks over the fit")]
 
-    def none(probe, x, y):
-        p = fit(probe, x, y)
-        p.counters_.update(zero_grad_fallback_coords=0, zero_grad_fallback_on_empty_latents=0)
-        return p
-
-    monkeypatch.setattr(checks, "quiet_fit", none)
+    monkeypatch.setattr(checks, "quiet_fit", _fit_counting(fit, 0))
     _, got = checks.profile_checks(x, y, max_iter=4, class_slab_size=2)
     assert (got[4].passed, got[4].detail) == (False, "0 coordinates, need > 0") and got[5].passed
 
@@ -227,14 +231,7 @@ def test_profile_checks_fit_with_the_solver_settings_given_and_take_one_fallback
     x, y = data
     fits, _ = checks.profile_checks(x, y, max_iter=4, class_slab_size=2, tol=0.0)
     assert [f.config.tol for f in fits.values()] == [0.0, 0.0]
-    fit = checks.quiet_fit
-
-    def one(probe, x, y):
-        p = fit(probe, x, y)
-        p.counters_.update(zero_grad_fallback_coords=1, zero_grad_fallback_on_empty_latents=1)
-        return p
-
-    monkeypatch.setattr(checks, "quiet_fit", one)
+    monkeypatch.setattr(checks, "quiet_fit", _fit_counting(checks.quiet_fit, 1))
     _, got = checks.profile_checks(x, y, max_iter=4, class_slab_size=2)
     assert [(c.passed, c.detail) for c in got[4:6]] == [(True, "1 coordinates, need > 0"),
                                                         (True, "1 of the 1 on latents that never fire")]

@@ -15,6 +15,7 @@ how close an implementation gets to bytes/bandwidth or FLOPs/peak without hard-c
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable
 
@@ -28,7 +29,7 @@ from .formatting import fmt_seconds
 from .rounds import BlockTimer, PairedTimer  # the verdicts' timers: perflab.kit.rounds
 
 __all__ = ["measure", "measure_interleaved", "from_times", "BlockTimer", "PairedTimer", "summary", "fmt", "fmt_seconds",
-           "speedup", "compare", "memory_bandwidth", "matmul_peak", "Measurement"]
+           "speedup", "compare", "memory_bandwidth", "matmul_peak", "Measurement", "Part", "scaled"]
 
 
 def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", description: str = "",
@@ -57,6 +58,22 @@ def measure(fn: Callable[[], object], *, label: str, sub_label: str = "", descri
     return t.adaptive_autorange(threshold=threshold, min_run_time=min_run_time, max_run_time=max_run_time)
 
 
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """A callable timed on a part of its work: `fn` does 1/`scale` of one call (a baseline timed on some of its slabs,
+    all of which cost the same); `measure_interleaved` (and so a `perflab.kit.versions.Grid`) multiplies its times by
+    `scale`, so tables, figures and logs read one whole call. A study says why the part stands for the whole."""
+    fn: Callable[[], object]
+    scale: float
+
+    def __post_init__(self):
+        if not callable(self.fn) or not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ValueError(f"Part: need a callable and a finite scale > 0, got {self.fn!r} and {self.scale!r}")
+
+    def __call__(self):
+        return self.fn()
+
+
 def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: dict | None = None,
                         descriptions: dict | None = None, min_run_time: float = 0.2, max_run_time: float = 10.0,
                         warmup: int = 1, **kw) -> dict:
@@ -64,7 +81,8 @@ def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: d
     `measure` (1/rounds of the time budget each), merged per callable into one Measurement.
 
     A machine whose speed drifts during the run (a shared CPU, a GPU warming up) then slows every
-    callable alike instead of whichever ran last. `fns` maps a key to a callable; its sub_label is
+    callable alike instead of whichever ran last. `fns` maps a key to a callable (a `Part`: its times scaled to the
+    whole call); its sub_label is
     `sub_labels[key]` (default: the key) and its description `descriptions[key]` (default ""). Only the
     first round warms up. Other keywords go to `measure` (threshold, device, timer, num_threads).
     -> {key: Measurement}"""
@@ -76,7 +94,8 @@ def measure_interleaved(fns: dict, *, label: str, rounds: int = 3, sub_labels: d
             parts[k].append(measure(fn, label=label, sub_label=(sub_labels or {}).get(k, str(k)),
                                     description=(descriptions or {}).get(k, ""), warmup=warmup if r == 0 else 0,
                                     min_run_time=min_run_time / rounds, max_run_time=max_run_time / rounds, **kw))
-    return {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
+    merged = {k: Measurement.merge(ms)[0] for k, ms in parts.items()}
+    return {k: scaled(m, fns[k].scale) if isinstance(fns[k], Part) else m for k, m in merged.items()}
 
 
 def summary(m: Measurement) -> dict:

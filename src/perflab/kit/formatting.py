@@ -42,8 +42,8 @@ def num(x, measured: bool = False) -> str:
 
 def num_interval(value, low, high, unit: str = "") -> str:
     """A measured value and its interval, each to 3 figures with their zeros (`num`, measured): '2.41 [2.30, 2.55]';
-    `unit` after each: '2.41x [2.30x, 2.55x]'."""
-    return f"{num(value, True)}{unit} [{num(low, True)}{unit}, {num(high, True)}{unit}]"
+    `unit` after the value: '2.41x [2.30, 2.55]'."""
+    return f"{num(value, True)}{unit} [{num(low, True)}, {num(high, True)}]"
 
 
 def short(v, digits: int = 3) -> str:

@@ -20,7 +20,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .bench import Measurement, compare, measure_interleaved, scaled, summary
+from .bench import Measurement, Part, compare, measure_interleaved, summary
+
+__all__ = ["Grid", "GridResult", "Part", "Variant", "VersionError", "Versions"]
 
 
 class VersionError(KeyError, ValueError):
@@ -107,22 +109,6 @@ class Versions(dict):
     def variants(self, names: Iterable[str] | None = None, **knobs) -> list[Variant]:
         """Each version (or those of `names`) as a variant, the same knobs for all."""
         return [self.variant(n, **knobs) for n in (self if names is None else self.check(names))]
-
-
-@dataclasses.dataclass(frozen=True)
-class Part:
-    """What a grid's `call` returns for a variant timed on a part of its work: `fn` does 1/`scale` of one call (a
-    baseline timed on some of its slabs, all of which cost the same); the grid multiplies its times by `scale`, so
-    the table, the figure and the log read as one whole call. A study says why the part stands for the whole."""
-    fn: Callable[[], object]
-    scale: float
-
-    def __post_init__(self):
-        if not callable(self.fn) or not (self.scale > 0 and math.isfinite(self.scale)):
-            raise ValueError(f"Part: need a callable and a finite scale > 0, got {self.fn!r} and {self.scale!r}")
-
-    def __call__(self):
-        return self.fn()
 
 
 @dataclasses.dataclass
@@ -216,9 +202,7 @@ class Grid:
         for size in self.sizes:
             data = self.inputs(size)
             fns = {(v.name, size): self.call(v, data) for v in self.variants}
-            ms = measure_interleaved(fns, label=self.label, rounds=rounds,
-                                     sub_labels={key: f"{self.size_name}={size}" for key in fns},
-                                     descriptions={key: key[0] for key in fns}, **timing)
-            times.update({key: scaled(m, fns[key].scale) if isinstance(fns[key], Part) else m
-                          for key, m in ms.items()})
+            times.update(measure_interleaved(fns, label=self.label, rounds=rounds,
+                                             sub_labels={key: f"{self.size_name}={size}" for key in fns},
+                                             descriptions={key: key[0] for key in fns}, **timing))
         return GridResult(self.variants, self.sizes, self.size_name, self.label, times)

@@ -24,9 +24,9 @@ import warnings
 
 import torch
 
-from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, scaled, speedup, speedup_range
+from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, speedup, speedup_range
 from ..kit.env import pick_device
-from ..kit.formatting import num
+from ..kit.formatting import num, num_interval
 from ..kit.verdicts import Decision, Measured
 from ..kit.versions import Grid, GridResult, Part, Variant, Versions
 from . import baseline, optimized
@@ -153,13 +153,14 @@ def measure_iterations(variants: dict[str, Variant], x, y, *, label: str, sub_la
     """One LM iteration of each variant ({key: Variant}, see iteration_part; a baseline's knobs may hold
     baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
     (perflab.kit.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
-    hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs."""
+    hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs (a
+    `Part`)."""
     fns = {key: iteration_part(v, x, y, device=device) for key, v in variants.items()}
     fns.update(extra or {})
     ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
                              descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
                              device=device)
-    return {k: scaled(m, fns[k].scale) if isinstance(fns[k], Part) else m for k, m in ms.items()}
+    return ms
 
 
 def slab_sweep(pair: dict[str, Variant], widths, x, y, *, device=None, rounds: int = 3, **timing) -> GridResult:
@@ -472,7 +473,7 @@ def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[st
 
 
 def _x(d: Decision, unit: str = "x") -> str:
-    return f"{num(d.value, True)}{unit} [{num(d.low, True)}, {num(d.high, True)}]"
+    return num_interval(d.value, d.low, d.high, unit)
 
 
 def evidence(run, decisions: dict, *, default: dict, side: dict, fit: dict, fits: dict, qx_ok: bool, hours: dict,
