@@ -3,6 +3,7 @@
 #   make test  set up .venv, then pytest over tests/ and nbval over notebooks/
 #   make test-fast the edit loop: ruff and the tests not marked slow (no notebook executed, no Slurm, no browser)
 #   make test-min  the same pytest on the oldest torch pyproject.toml accepts (torch==2.11.0, its own venv)
+#   make nbval-kernels  nbval again under other CPU kernels (ATen's default, MKL's compatible path): host-proof outputs
 #   make lab   JupyterLab on the perflab kernel
 #   make mutate    mutation testing (mutmut) of the kit and the studies' optimized code, each with its fast tests;
 #                  report in outputs/mutation/<commit>/REPORT.md (not part of make test: ~5-20 min a module)
@@ -30,7 +31,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 MIN_VENV  ?= .venv-torch2.11
 MIN_TORCH ?= torch==2.11.0
 
-.PHONY: setup run test test-fast nbval test-wheel test-min mutate lab clean distclean
+.PHONY: setup run test test-fast nbval nbval-kernels test-wheel test-min mutate lab clean distclean
 
 setup: $(STAMP)
 
@@ -76,6 +77,14 @@ nbval:
 	  echo "nbval over $(NOTEBOOKS) (on the CPU)"; \
 	  CUDA_VISIBLE_DEVICES= $(PY) -m pytest -q $(NBVAL_FLAGS) $(NOTEBOOKS); \
 	else echo "no notebooks in $(NOTEBOOKS): nbval has nothing to check"; fi
+
+# nbval again under other CPU kernels: ATen's scalar code instead of its AVX2/AVX-512 kernels, and MKL's
+# conditional-numerical-reproducibility path (the BLAS of the torch wheels, which takes other paths on AMD and on
+# Intel). A checked cell that prints what depends on the host's kernels (a rounding-level magnitude) fails here on
+# your machine first, not on a user's. .ci/run runs it after make test.
+nbval-kernels: setup
+	@echo "nbval under ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE"
+	@ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE $(MAKE) --no-print-directory nbval
 
 # pytest only: nbval's checked outputs were made on the pinned torch; the Slurm and browser tests drive clients
 # (slurm-wlm, chromium), which do not depend on torch's version; the wheel test installs a torch of its own (here

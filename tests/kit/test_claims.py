@@ -131,8 +131,9 @@ def _texts(fig) -> str:
 
 
 def test_the_figure_reads_without_the_table_one_panel_per_claim_in_its_units(tmp_path):
-    """Each claim's full text heads its panel, its value, interval, rule and how it was measured are printed under
-    it, the threshold is a line at its own value, and a ratio is on a log scale (issue 39: figures that read alone)."""
+    """Each claim judged on an interval has a panel: its full text heads it, its value, interval, rule and how it was
+    measured are printed under it, the threshold is a line at its own value (issue 39: figures that read alone); a
+    claim not tested here has none (issue 47: the verdict card lists it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,13 +144,13 @@ def test_the_figure_reads_without_the_table_one_panel_per_claim_in_its_units(tmp
                     "gpu": (None, "")}, device="cpu")
     rows[0] = dataclasses.replace(rows[0], how="mean of 40 paired rounds of 1 and 14 calls, typical 14.2", typical=14.2)
     fig = claims_figure(rows, title="s")
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 2
     text = _texts(fig)
     assert long.strip() in text.replace("\n", " ")                      # whole, wrapped, not cut
     assert "holds · 14.5 [13.6, 16.1] against >= 10 · mean of 40 paired rounds of 1 and 14 calls" in text
-    assert "holds · 0.0300 [0.0200, 0.0400] against <= 0.05" in text and "not tested here (measured on cpu)" in text
+    assert "holds · 0.0300 [0.0200, 0.0400] against <= 0.05" in text and "not tested here" not in text
     speed = fig.axes[0]
-    assert speed.get_xscale() == "log" and speed.get_xlim()[0] < 10 < speed.get_xlim()[1]
+    assert speed.get_xscale() == "linear" and speed.get_xlim()[0] < 10 < speed.get_xlim()[1]   # spans < 3x
     assert any(list(line.get_xdata()) == [10.0, 10.0] for line in speed.lines)       # the threshold at 10
     assert any(line.get_marker() == "D" and list(line.get_xdata()) == [14.2] for line in speed.lines)   # typical
     fig.savefig(tmp_path / "c.png")
@@ -167,9 +168,10 @@ def test_the_figure_reads_rows_as_the_log_holds_them():
               {"key": "b", "claim": "b", "verdict": "holds"},                       # a row from before the kit
               {"key": "c", "claim": "c", "verdict": "not tested here", "why": "measured on cpu", "value": 1.0,
                "low": 0.5, "high": 1.5, "at_least": 5.0}]
-    text = _texts(claims_figure(logged))
-    assert "holds · 3.00 [2.50, inf] against >= 2" in text
-    assert "holds (no interval logged)" in text and "not tested here (measured on cpu)" in text
+    fig = claims_figure(logged)
+    text = _texts(fig)
+    assert "holds · 3.00 [2.50, inf] against >= 2" in text and len(fig.axes) == 1   # b and c: no interval to draw
+    assert "no interval logged" not in text and "not tested here" not in text
     assert judged_text(logged[0]) == "3.00 [2.50, inf] against >= 2" and judged_text(logged[1]) == ""
 
 
@@ -260,14 +262,14 @@ def test_the_figure_draws_each_interval_value_and_threshold_where_they_are():
                     "open": (Measured(3.0, -math.inf, math.inf), "3")})
     fig = claims_figure({"A": rows, "B": rows[:1]})
     speed, delta, open_ = fig.axes
-    assert (speed.get_xscale(), delta.get_xscale()) == ("log", "linear")     # delta's low is negative
+    assert (speed.get_xscale(), delta.get_xscale()) == ("linear", "linear")  # 1.2-3: under 3x; delta's low is < 0
     partly, noise = COLORS["partly holds"], COLORS["within noise"]
     assert ("None", [1.5, 2.5], partly, "-", 5.0) in _marks(speed)           # run A's bar, and run B's (a row below)
     assert [m[1] for m in _marks(speed) if m[0] == "o"] == [[2.0], [2.0]]
     assert ("None", [3.0, 3.0], "#000000", "-", 1.2) in _marks(speed)        # the threshold
     assert ("None", [1.2, 1.2], "#f9a825", "--", 1.2) in _marks(speed)       # partly
     assert [list(line.get_ydata()) for line in speed.lines if line.get_marker() == "o"] == [[0], [-1]]
-    assert speed.get_ylim() == (-1.6, 0.6)
+    assert speed.get_ylim() == (-1.6, 0.8)
     lo, hi = speed.get_xlim()
     assert lo < 1.2 and hi > 3.0 and lo > 0
     assert ("None", [-0.2, 0.2], noise, "-", 5.0) in _marks(delta)
@@ -346,7 +348,7 @@ def test_a_row_records_the_setup_as_it_ran_and_round_trips_through_the_log(tmp_p
     (lambda: Claims(Claim("a", "t", "1", at_least=1), Claim("b", "t", "1", at_least=1), headline="c"),
      "^headline 'c' is not among the claims: a, b$"),
     (lambda: Claim("a", "t", "1", at_least=1, x=1, y=2), "^claim 'a': unknown field 'x', 'y'; a Claim takes key, text, "
-     "claimed and at_least, at_most, partly, fixed, setup, source, metric, why_not$"),
+     "claimed and at_least, at_most, partly, fixed, setup, source, metric, why_not, unit, measured_by$"),
     (lambda: Claim("a", "t", "", at_least=1), "^claim 'a': claimed must be a non-empty string, got ''$"),
     (lambda: Claim("a", "t", "1", at_least=1, setup=[("batch", 1)]),
      r"^claim 'a': setup must be a mapping of parameter name to value, got \[\('batch', 1\)\]$"),
@@ -372,10 +374,10 @@ def test_a_claims_optional_fields_default_to_empty_and_the_claims_iterate_in_ord
     ({"a": (None, ""), "b": (None, ""), "c": (None, ""), "x": (None, "")}, "^measured for no claim: x; the claims: a, b, c$"),
     ({"a": (None, "")}, r"^claims not measured: b, c \(give None for one not measured here\); the claims: a, b, c$"),
     ({"a": [None, ""], "b": (None, ""), "c": (None, "")},
-     r"^claim 'a': give \(measurement or None, sentence\) or \(\.\.\., sentence, \{setup key: value it ran at\}\), got "
-     r"\[None, ''\]$"),
-    ({"a": (None, 5), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give \(measurement or None, sentence\) or"),
-    ({"a": (None, "", 3), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give \(measurement or None, sentence\) or"),
+     r"^claim 'a': give Evidence\(measurement or None, sentence\) or Evidence\(\.\.\., sentence, \{setup key: value it "
+     r"ran at\}\), got \[None, ''\]$"),
+    ({"a": (None, 5), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give Evidence\(measurement or None, sentence\) or"),
+    ({"a": (None, "", 3), "b": (None, ""), "c": (None, "")}, r"^claim 'a': give Evidence\(measurement or None, sentence\) or"),
     ({"a": (2.0, ""), "b": (None, ""), "c": (None, "")},
      "^claim 'a': a measurement is a Measured or a Decision, got float$"),
 ])
@@ -430,13 +432,9 @@ def test_a_panels_words_are_its_rows_words_wrapped_to_the_figures_width():
     label = _label(rows[0], {k: rows[0].get(k) for k in ("value", "low", "high")}, "")
     assert label == "holds · 2.50 [2.00, 3.00] against >= 2 · " + how and len(label) == 171
     fig = claims_figure(rows)
-    drawn, undrawn = fig.axes
+    [drawn] = fig.axes                                                  # not tested: no panel (the card says why)
     assert drawn.get_title("left") == "a" * 75 + "\n" + "b" * 75
     assert drawn.xaxis.label.get_text() == "holds · 2.50 [2.00, 3.00] against >= 2 · " + "c" * 61 + "\n" + "d" * 68
-    assert drawn.axison and not undrawn.axison                          # not tested: its reason, no axes
-    [text] = undrawn.texts
-    assert text.get_text() == "not tested here (" + "x" * 76 + "\n" + "y" * 76 + ") · 1.00 [0.500, 1.50] against"   # 171 at once
-    assert text.get_position() == (0, 0.3) and text.get_transform() == undrawn.transAxes
     assert fig._suptitle is None                                        # no title given, none drawn
     assert _label({"verdict": "holds"}, {"value": 3.0, "low": 3.0, "high": 3.0}, "B") == "B: holds · 3 against "
 
@@ -470,18 +468,15 @@ def test_the_scale_and_limits_hold_every_mark_at_the_edges_of_what_a_row_can_be(
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")          # matplotlib refuses a limit <= 0 on a log axis with a warning
-        wide, ratio, zero, neg, typ = claims_figure(rows).axes
+        wide, ratio, neg, typ = claims_figure(rows).axes               # an exact 0 against 0: no panel
     lo, hi = wide.get_xlim()
     assert wide.get_xscale() == "log" and 0 < lo < 0.1 and hi > 10.0     # a log axis starts above 0 (typical 0 left out)
     assert ratio.get_xscale() == "linear"                                 # a typical round does not choose the scale
-    lo, hi = zero.get_xlim()
-    assert lo < 0.0 < hi                                                  # an exact 0 against 0: a width around it
     lo, hi = neg.get_xlim()
     assert lo < -3.0 and hi > -0.5                                        # all negative: every mark inside
     assert not any(line.get_marker() == "D" for line in typ.lines)        # a typical logged as text: not drawn
     gpu = {"key": "g", "claim": "g", "verdict": "not tested here", "why": "measured on cpu"}
-    [off] = claims_figure({"A": [gpu], "B": [gpu]}).axes
-    assert off.texts[0].get_text() == "A: not tested here (measured on cpu)\nB: not tested here (measured on cpu)"
+    assert claims_figure({"A": [gpu], "B": [gpu]}) is None                # nothing to draw: no figure
     import matplotlib.colors as mc
 
     assert {mc.to_hex(line.get_color()) for line in ratio.lines if line.get_marker() in ("o", "None")} >= {"#2e7d32"}

@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 # the runner, bottom to top: each may import the modules before it (and the kit), never one after it
 RUNNER = ["testguard", "execute", "schemas", "catalog", "new", "sweep_dir", "slurm", "sweep", "report_rows",
-          "report_claims", "sweep_figures", "report", "compare", "battery", "simulate", "compile_cache", "window",
+          "report_claims", "sweep_figures", "report", "compare", "pages", "battery", "simulate", "compile_cache", "window",
           "estimate", "gpu_tests", "gpucheck", "cli"]
 
 

@@ -262,7 +262,7 @@ def test_the_claims_show_their_reason_and_judged_interval_and_are_drawn_beside_t
     assert "![s: claims of run r1](claims-s.png)" in _section(text, "s")
     assert "![speed](s/r1/speed.png)" in text and "s/r1/claims.png" not in text  # one claims figure, not two
     assert (tmp_path / "claims-s.png").read_bytes()[:4] == b"\x89PNG"
-    assert "No figure: no claim here carries a measured interval" in _section(text, "old")
+    assert "No figure: no claim here was judged on a measured interval" in _section(text, "old")
     assert not (tmp_path / "claims-old.png").exists()
     assert "claims-s" not in build(tmp_path)  # build alone draws nothing and links nothing
 

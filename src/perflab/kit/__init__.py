@@ -6,7 +6,9 @@
     deciding    how a decision is made: warm-up, paired rounds, batch means, looks, the checks, the budget
     rounds      Stopwatch (a block's own time), warm_up(), size_blocks(), PairedTimer, BlockTimer
     intervals   mean_interval(), ratio_interval() (batch means, Fieller), median_interval(), trend(), with_drift()
-    claims      Claim, Claims (a study's claims as data, checked at import), Check, report_checks, claims_figure
+    claims      Claim, Claims (a study's claims as data, checked at import), Evidence, Check, report_checks, claims_figure
+    card        VerdictCard: a notebook's verdicts at its top, filled in as it runs; card_markdown for the reports
+    figures     color(), colors(): one colour per version in every figure of a study
     versions    Versions (a study's versions, the baseline flagged), Variant (a version with its knobs), Grid
     syncs       count_host_syncs(), assert_no_host_syncs()
     launches    count_launches()   (kernels on CUDA; dispatched aten ops on CPU)

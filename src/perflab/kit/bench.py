@@ -186,12 +186,41 @@ class Table:
     def print(self) -> None:
         print(self)
 
+    def frame(self):
+        """The table as a pandas DataFrame (one row per timing, the header's columns)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(self.HEADER))
+
+    def _repr_html_(self) -> str:
+        frame = self.frame()
+        caption = f"<caption style='text-align:left; font-weight:600'>{self.title}</caption>" if self.title else ""
+        return frame.to_html(index=False, border=0).replace("<thead>", caption + "<thead>", 1)
+
+    def show(self) -> None:
+        """Display the table: as HTML in a notebook (no wrapped text lines), as text elsewhere."""
+        show(self)
+
     def torch_compare(self) -> benchmark.Compare:
         """The same measurements as torch's `Compare` table (its columns: descriptions; rounded by the noise)."""
         c = benchmark.Compare(self.measurements)
         if self.title:
             c.title = self.title
         return c
+
+
+def show(obj) -> None:
+    """`obj` displayed as a notebook displays it (HTML where it has one: a DataFrame, a Table) inside a kernel, and
+    printed elsewhere (a script, a test)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(obj)
+    else:
+        print(obj.to_string() if hasattr(obj, "to_string") else obj)
 
 
 def compare(measurements: Iterable[Measurement], *, title: str | None = None) -> Table:

@@ -21,13 +21,14 @@ judged (a measurement for no claim, a claim without one, a decision made against
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from .formatting import num, num_interval
+from .formatting import num, num_interval, value_text, with_unit
 from .verdicts import Decision, Measured, judge
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -37,7 +38,7 @@ class ClaimError(ValueError):
     """A claim that cannot be judged as written: the message names the claim and what is allowed."""
 
 
-_FIELDS = ("at_least", "at_most", "partly", "fixed", "setup", "source", "metric", "why_not")
+_FIELDS = ("at_least", "at_most", "partly", "fixed", "setup", "source", "metric", "why_not", "unit", "measured_by")
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -46,7 +47,9 @@ class Claim:
     and the rule: exactly one of `at_least` / `at_most`, `partly` (a smaller threshold on the same side: a real but
     smaller effect), `fixed` ("holds" reads "fixed": the claim is that a cost is removed), `setup` (the parameters
     and device type it is about), `source` (where it comes from: "seed 002", "issue 13"), `metric` (what is measured
-    here, in words), `why_not` (why it cannot be tested elsewhere)."""
+    here, in words), `why_not` (why it cannot be tested elsewhere), `unit` (how its number reads: "x" for a ratio,
+    "%" for a share given as a fraction, "GiB", "ms", "" for a bare count) and `measured_by` (the function that
+    measures it, named from the study's package: "study.decide_recycle"; `Claims.measurer` finds it)."""
     key: str
     text: str
     claimed: str
@@ -58,6 +61,8 @@ class Claim:
     source: str
     metric: str
     why_not: str
+    unit: str
+    measured_by: str
 
     def __init__(self, key: str, text: str, claimed: str, **rule: Any):
         if not isinstance(key, str) or not key.isidentifier():
@@ -77,7 +82,14 @@ class Claim:
                              f"got {setup['device']!r}")
         values = dict(key=key, text=text, claimed=claimed, at_least=rule.get("at_least"), at_most=rule.get("at_most"),
                       partly=rule.get("partly"), fixed=rule.get("fixed", False), setup=tuple(setup.items()),
-                      source=rule.get("source", ""), metric=rule.get("metric", ""), why_not=rule.get("why_not", ""))
+                      source=rule.get("source", ""), metric=rule.get("metric", ""), why_not=rule.get("why_not", ""),
+                      unit=rule.get("unit", ""), measured_by=rule.get("measured_by", ""))
+        for name in ("unit", "measured_by"):
+            if not isinstance(values[name], str):
+                raise ClaimError(f"claim {key!r}: {name} must be a string, got {values[name]!r}")
+        if values["measured_by"] and not all(p.isidentifier() for p in values["measured_by"].split(".")):
+            raise ClaimError(f"claim {key!r}: measured_by names a function from the study's package, like "
+                             f"'study.decide_speed', got {values['measured_by']!r}")
         try:
             judge(Measured.exact(0.0), at_least=values["at_least"], at_most=values["at_most"], partly=values["partly"])
         except (TypeError, ValueError) as e:
@@ -94,9 +106,10 @@ class Claim:
 
     @property
     def rule_text(self) -> str:
-        t = f">= {self.at_least:.4g}" if self.at_least is not None else f"<= {self.at_most:.4g}"
-        return t + (f" (partly: {'>=' if self.at_least is not None else '<='} {self.partly:.4g})"
-                    if self.partly is not None else "")
+        """'>= 3x (partly: >= 1.05x)', '>= 70%', '<= 0.88 ms': the thresholds in the claim's unit."""
+        side = ">=" if self.at_least is not None else "<="
+        t = f"{side} {with_unit(self.at_least if self.at_least is not None else self.at_most, self.unit)}"
+        return t + (f" (partly: {side} {with_unit(self.partly, self.unit)})" if self.partly is not None else "")
 
     def off_setup(self, cfg: Any = None, device_type: str = "") -> str:
         """'' when this run is the setup the claim is about, else what was measured instead ('batch=16', 'cpu')."""
@@ -121,6 +134,16 @@ class Claim:
             return "not tested here"
         v = judge(m.measured if isinstance(m, Decision) else m, **self.rule)
         return "fixed" if self.fixed and v == "holds" else v
+
+
+class Evidence(NamedTuple):
+    """What a claim is judged on (a study's `evidence` gives one per claim, `Claims.judge` takes them): the
+    measurement (a `Measured`, a `Decision`, or None where nothing was measured here), the sentence that says what
+    was measured, and `at`: the claim's setup keys where the measurement ran at other values than the run's
+    parameters say ({"batch": 2048})."""
+    measured: Any
+    sentence: str
+    at: Mapping = {}
 
 
 _NUMBER_FIELDS = ("at_least", "at_most", "partly", "value", "low", "high", "confidence", "seconds", "typical",
@@ -161,6 +184,8 @@ class ClaimRow(Mapping):
     typical_high: float | None = None
     note: str = ""
     variant: str = ""
+    unit: str = ""
+    measured_by: str = ""
     setup: Mapping = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, k: str):
@@ -232,6 +257,8 @@ class Claims:
         if headline is not None and headline not in keys:
             raise ClaimError(f"headline {headline!r} is not among the claims: {', '.join(keys)}")
         self.headline = headline
+        # the study's package: where a claim's measured_by is looked up (perflab.prover.early_exit)
+        self.package = params.__module__.rpartition(".")[0] if params is not None else ""
         if params is not None:
             self._check_setup(params)
 
@@ -269,11 +296,32 @@ class Claims:
                 return c
         raise ClaimError(f"no claim {key!r}; the claims: {', '.join(self.keys)}")
 
-    def judge(self, found: Mapping[str, tuple], *, cfg: Any = None, device: Any = None) -> list[ClaimRow]:
-        """One row per claim from `found` = {key: (Measured, Decision or None, the sentence of what was measured)},
-        or (..., sentence, at) where the measurement ran at other values of the claim's setup keys than the run's
-        parameters say (`at`: {"batch": 2048}); every claim needs an entry (None: nothing measured here). `cfg`: the
-        run's parameters, `device`: its device (or device type), for the claims' setups."""
+    def measurer(self, key: str):
+        """The function that measures claim `key` (its `measured_by`, looked up in the study's package: the package
+        of the `params` class the claims were built with), or None where the claim names none. A name that does not
+        resolve raises ClaimError (`tests/project` resolves every claim's)."""
+        import importlib
+
+        name = self[key].measured_by
+        if not name:
+            return None
+        package = self.package
+        mod, _, attr = name.rpartition(".")
+        try:
+            obj = importlib.import_module(f"{package}.{mod}" if package else mod)
+            obj = getattr(obj, attr)
+        except (ImportError, AttributeError) as e:
+            raise ClaimError(f"claim {key!r}: measured_by {name!r} is not a function of {package or 'any package'} "
+                             f"({e})") from None
+        if not callable(obj):
+            raise ClaimError(f"claim {key!r}: measured_by {name!r} is not callable")
+        return obj
+
+    def judge(self, found: Mapping[str, Evidence], *, cfg: Any = None, device: Any = None) -> list[ClaimRow]:
+        """One row per claim from `found` = {key: Evidence(Measured, Decision or None, the sentence of what was
+        measured, at)} (a plain (measurement, sentence) or (measurement, sentence, at) tuple is read the same way);
+        every claim needs an entry (None: nothing measured here). `cfg`: the run's parameters, `device`: its device
+        (or device type), for the claims' setups."""
         unknown = sorted(set(found) - set(self.keys))
         missing = [k for k in self.keys if k not in found]
         if unknown or missing:
@@ -294,9 +342,9 @@ class Claims:
     def _entry(c: Claim, entry) -> tuple:
         if not (isinstance(entry, tuple) and len(entry) in (2, 3) and isinstance(entry[1], str)
                 and (len(entry) == 2 or isinstance(entry[2], Mapping))):
-            raise ClaimError(f"claim {c.key!r}: give (measurement or None, sentence) or (..., sentence, "
-                             f"{{setup key: value it ran at}}), got {entry!r}")
-        m, sentence, at = (*entry, {}) if len(entry) == 2 else entry
+            raise ClaimError(f"claim {c.key!r}: give Evidence(measurement or None, sentence) or Evidence(..., "
+                             f"sentence, {{setup key: value it ran at}}), got {entry!r}")
+        m, sentence, at = Evidence(*entry)
         keys = {k for k, _ in c.setup}
         if set(at) - keys:
             raise ClaimError(f"claim {c.key!r}: measured at {sorted(set(at) - keys)}, which is not in its setup "
@@ -317,7 +365,8 @@ class Claims:
         off = c.off_setup(ran, device_type)
         setup = {k: device_type if k == "device" else getattr(ran, k, None) for k, _ in c.setup}
         row = {"key": c.key, "claim": c.text, "claimed": c.claimed, "measured": sentence,
-               "verdict": c.verdict(m, ran, device_type), "rule": c.rule_text, **c.rule, "setup": setup}
+               "verdict": c.verdict(m, ran, device_type), "rule": c.rule_text, **c.rule, "setup": setup,
+               "unit": c.unit, "measured_by": c.measured_by}
         if c.source:
             row["source"] = c.source
         if row["verdict"] == "not tested here":
@@ -398,14 +447,17 @@ def judged_text(row: Mapping) -> str:
     return f"{numbers} against {row['rule']}{how}"
 
 
-def log_rows(log, rows: list[ClaimRow], *, headline: str | None = None) -> None:
+def log_rows(log, rows: list[ClaimRow], *, headline: str | None = None, quiet: bool = False) -> None:
     """Log and print claim rows as `Claims.judge` makes them (`log`: a `perflab.kit.results.ResultsLog`; each row as
-    `ClaimRow.to_log` writes it); the row whose key is `headline` leads the report."""
+    `ClaimRow.to_log` writes it; `quiet`: log only, the verdict card shows them); the row whose key is `headline`
+    leads the report."""
     rows = [as_row(r) for r in rows]
     for r in rows:
         fields = r.to_log()
         log.claim(fields.pop("claim"), claimed=fields.pop("claimed"), measured=fields.pop("measured"),
                   verdict=fields.pop("verdict"), **fields)
+        if quiet:
+            continue
         where = f" ({r['source']})" if r.get("source") else ""
         judged = judged_text(r) if r["verdict"] != "not tested here" else ""
         print(f"[{verdict_text(r)}] {r['claim']}{where}\n    claimed: {r['claimed']}\n    here: {r['measured']}"
@@ -414,16 +466,21 @@ def log_rows(log, rows: list[ClaimRow], *, headline: str | None = None) -> None:
         hit = [r for r in rows if r.get("key") == headline]
         if not hit:
             raise ClaimError(f"headline {headline!r} is not among the rows: {', '.join(r.get('key', '?') for r in rows)}")
-        log.headline(f"{hit[0]['claim']}: {hit[0]['measured']} [{verdict_text(hit[0])}]")
+        log.headline(f"{hit[0]['claim']}: {hit[0]['measured']} [{verdict_text(hit[0])}]", key=headline)
 
 
 # ---- checks ------------------------------------------------------------------------------------------------------
 
-class Check(NamedTuple):
-    """A correctness check's outcome: its name, whether it passed, and what was measured or required."""
-    name: str
-    passed: bool
-    detail: str = ""
+class Check(collections.namedtuple("Check", "name passed detail", defaults=("",))):
+    """A correctness check's outcome: its name, whether it passed, what was measured or required (`detail`: printed,
+    so what holds on any host), and `value` (an attribute, not a field: a check still unpacks as name, passed,
+    detail): the measured number where it moves with the host's kernels (a largest difference at rounding level),
+    logged, not printed (`perflab.kit.formatting.within`)."""
+
+    def __new__(cls, name: str, passed: bool, detail: str = "", value: float | None = None):
+        self = super().__new__(cls, name, passed, detail)
+        self.value = value
+        return self
 
 
 def report_checks(run, checks: Iterable[Check | tuple] | Mapping[str, bool], *, stop: bool = True) -> list[Check]:
@@ -434,7 +491,7 @@ def report_checks(run, checks: Iterable[Check | tuple] | Mapping[str, bool], *, 
         [Check(*c) for c in checks]
     log = getattr(run, "log", run)
     for c in items:
-        log.check(c.name, c.passed, c.detail)
+        log.check(c.name, c.passed, c.detail, **({} if c.value is None else {"value": c.value}))
         print(f"{'PASS' if c.passed else 'FAIL'}  {c.name}" + (f" ({c.detail})" if c.detail else ""))
     failed = [c for c in items if not c.passed]
     if failed and stop:
@@ -460,68 +517,75 @@ def _ratio_scale(nums: Mapping) -> bool:
 
 
 def _label(row: Mapping, nums: Mapping, label: str) -> str:
-    """'holds · 4.73 [3.1, 6.39] against >= 3 · mean of 55 paired rounds of 3 and 13 calls, typical 2.46': the row's
-    numbers in words, for beside its interval."""
+    """'holds · 4.73x [3.10, 6.39] against >= 3x · mean of 55 paired rounds of 3 and 13 calls, typical 2.46': the row's
+    numbers in words and in its unit, for beside its interval."""
     head = f"{label}: " if label else ""
     if nums["value"] is None:
         return head + (verdict_text(row) if row["verdict"] == "not tested here" else
                        f"{row['verdict']} (no interval logged)")
-    exact = nums["low"] == nums["high"]
-    numbers = num(nums["value"]) if exact else num_interval(nums["value"], nums["low"], nums["high"])
+    numbers = value_text(nums["value"], nums["low"], nums["high"], getattr(row, "unit", ""))
     how = f" · {row['how']}" if row.get("how") else ""
     return f"{head}{verdict_text(row)} · {numbers} against {row.get('rule', '')}{how}"
 
 
+def drawable(row: ClaimRow) -> bool:
+    """Whether a row has something to draw: judged here, an interval of some width (not an exact count: the card
+    says those) and a threshold."""
+    return (row.verdict != "not tested here" and row.value is not None and row.low != row.high
+            and (row.at_least is not None or row.at_most is not None))
+
+
 def claims_figure(runs: Mapping[str, list[dict]] | list[dict], *, title: str = ""):
-    """Each claim on a panel of its own, in its own units: the measured interval as a bar coloured by verdict, the
-    value as a dot, the typical round (a decision's median round, where it differs) as a hollow diamond, the
-    threshold as a black line and a `partly` threshold as a dashed one; log scale where the row is a ratio. The
-    claim's full text heads its panel and its numbers are printed under it (verdict, value and interval against the
-    rule, what was measured), so the figure reads without the table. A claim not tested here, or without numbers, is
-    a line of text with its reason. `runs`: rows (one run), or {label: rows} to draw several runs' intervals of the
-    same claims in one panel (rows as `Claims.judge` makes them or as the results log holds them). -> Figure."""
+    """Each claim judged on an interval, on a panel of its own in its own unit: the interval as a bar coloured by
+    verdict, the value as a dot, the typical round (a decision's median round, where it differs) as a hollow
+    diamond, the threshold as a black line and a `partly` threshold as a dashed one; log scale where the row is a
+    ratio spanning a factor of 3. The claim's text heads its panel and its numbers are printed under it (verdict,
+    value and interval against the rule, how it was measured), so the figure reads without the table. Exact counts,
+    pass/fail claims and claims not tested here get no panel (the verdict card lists them). `runs`: rows (one run),
+    or {label: rows} to draw several runs' intervals of the same claims in one panel (rows as `Claims.judge` makes
+    them or as the results log holds them). -> Figure, or None when no claim has an interval to draw."""
     import matplotlib.pyplot as plt
 
     if not isinstance(runs, Mapping) or isinstance(runs, ClaimRow):
         runs = {"": runs}
     runs = {label: [as_row(r) for r in rows] for label, rows in runs.items()}
-    keys = list(dict.fromkeys(r.key for rows in runs.values() for r in rows))
+    keys = list(dict.fromkeys(r.key for rows in runs.values() for r in rows if drawable(r)))
+    if not keys:
+        return None
     text = {r.key: r.claim for rows in runs.values() for r in rows}
-    per = 0.75 + 0.3 * len(runs)
-    fig, axes = plt.subplots(len(keys), 1, figsize=(11, 0.6 + per * len(keys)), squeeze=False)
+    per = 0.85 + 0.3 * len(runs)
+    fig, axes = plt.subplots(len(keys), 1, figsize=(11, 0.5 + per * len(keys)), squeeze=False,
+                             layout="constrained")
     for ax, key in zip(axes[:, 0], keys):
         _panel(ax, key, text[key], runs)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout(h_pad=0.6)
     return fig
 
 
 def _panel(ax, key: str, claim: str, runs: Mapping[str, list[ClaimRow]]) -> None:
     """One claim's panel (`claims_figure`)."""
     ax.set_title(_wrap(claim, 150), fontsize=8, loc="left")
-    ax.set_yticks([])
     lines, drawn, seen = [], [], []
     for j, (label, rows) in enumerate(runs.items()):
         row = next((r for r in rows if r.key == key), None)
         if row is None:
             continue
-        nums = {k: getattr(row, k) for k in (*NUMBERS, "typical")}
-        lines.append(_label(row, nums, label))
-        thr = nums["at_least"] if nums["at_least"] is not None else nums["at_most"]
-        if row["verdict"] != "not tested here" and thr is not None and nums["value"] is not None:
-            drawn.append((j, row, nums))
+        pct = 100.0 if row.unit == "%" else 1.0  # a share is drawn in percent, as the card writes it
+        nums = {k: (None if getattr(row, k) is None else float(getattr(row, k)) * pct)
+                for k in (*NUMBERS, "typical") if not isinstance(getattr(row, k), str)}
+        nums.setdefault("typical", None)
+        lines.append(_label(row, {k: getattr(row, k) for k in ("value", "low", "high")}, label))
+        if drawable(row):
+            drawn.append((j, label, row, nums))
             seen.append(nums)
-    if not drawn:
-        ax.axis("off")
-        ax.text(0, 0.3, "\n".join(_wrap(t, 170) for t in lines), fontsize=7, color="#616161", transform=ax.transAxes)
-        return
-    log = all(_ratio_scale({k: v for k, v in n.items() if k != "typical"}) for n in seen)
+    finite = [v for n in seen for k, v in n.items() if k != "typical" and v is not None and math.isfinite(v)]
+    log = min(finite) > 0 and max(finite) / min(finite) > 3  # a log axis only where the marks span a factor of 3
     xs = [v for n in seen for k, v in n.items() if v is not None and math.isfinite(v) and (v > 0 or not log)]
     lo, hi = min(xs), max(xs)
     pad = (hi / lo) ** 0.15 if log and lo > 0 else None
     left, right = (lo / pad, hi * pad) if pad else (lo - 0.15 * (hi - lo or abs(hi) or 1), hi + 0.15 * (hi - lo or abs(hi) or 1))
-    for j, row, nums in drawn:
+    for j, _, row, nums in drawn:
         y = -j
         color = COLORS.get(row["verdict"], "black")
         a, b = (max(nums["low"], left), min(nums["high"], right))
@@ -530,20 +594,30 @@ def _panel(ax, key: str, claim: str, runs: Mapping[str, list[ClaimRow]]) -> None
             if not math.isfinite(end):
                 ax.plot([edge], [y], "<" if end < 0 or end < left else ">", color=color, ms=7, clip_on=False)
         ax.plot([nums["value"]], [y], "o", color=color, mec="black", mew=0.6, ms=7)
-        if nums["typical"] is not None and math.isfinite(nums["typical"]) and nums["typical"] != nums["value"]:
-            ax.plot([nums["typical"]], [y], "D", mfc="none", mec="black", mew=0.8, ms=6)
-    n0 = drawn[0][2]
+        ax.annotate(value_text(row.value, row.low, row.high, row.unit), (nums["value"], y), xytext=(0, 6),
+                    textcoords="offset points", ha="center", fontsize=7)
+        typ = nums["typical"]
+        if typ is not None and math.isfinite(typ) and typ != nums["value"] and (typ > 0 or not log):
+            ax.plot([typ], [y], "D", mfc="none", mec="black", mew=0.8, ms=6)
+    n0, row0 = drawn[0][3], drawn[0][2]
     thr = n0["at_least"] if n0["at_least"] is not None else n0["at_most"]
     ax.axvline(thr, color="black", lw=1.2)
+    ax.annotate(row0.rule.split(" (partly")[0], (thr, 1), xycoords=("data", "axes fraction"), xytext=(3, -9),
+                textcoords="offset points", fontsize=7)
     if n0["partly"] is not None:
         ax.axvline(n0["partly"], color="#f9a825", lw=1.2, ls="--")
     if log:
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
     ax.set_xlim(left, right)
-    ax.set_ylim(-len(runs) + 0.4, 0.6)
+    ax.set_ylim(-len(runs) + 0.4, 0.8)
+    labels = [label for _, label, _, _ in drawn]
+    ax.set_yticks([-j for j, *_ in drawn], labels if any(labels) else [""] * len(drawn), fontsize=7)
+    if not any(labels):
+        ax.tick_params(axis="y", left=False)
     ax.tick_params(axis="x", labelsize=7)
-    ax.set_xlabel("\n".join(_wrap(t, 170) for t in lines), fontsize=6.5, loc="left")
+    unit = {"%": "percent", "x": "times", "": ""}.get(row0.unit, row0.unit)
+    ax.set_xlabel("\n".join(_wrap(t, 170) for t in lines) + (f"  [{unit}]" if unit else ""), fontsize=6.5, loc="left")
 
 
 def log_ticks(axis) -> None:

@@ -46,6 +46,32 @@ def num_interval(value, low, high, unit: str = "") -> str:
     return f"{num(value, True)}{unit} [{num(low, True)}, {num(high, True)}]"
 
 
+def _in_unit(x, unit: str) -> float:
+    return 100 * float(x) if unit == "%" else float(x)
+
+
+def _sep(unit: str) -> str:
+    return unit if unit in ("", "x", "%") else f" {unit}"
+
+
+def with_unit(x, unit: str = "", measured: bool = False) -> str:
+    """A number in a claim's unit: with_unit(3, "x") -> '3x', with_unit(0.7, "%") -> '70%' (a share is kept as a
+    fraction, shown as a percentage), with_unit(0.88, "ms") -> '0.88 ms'; a threshold to 4 figures as claims write
+    them, a measured number (`measured`) as `num` writes it ('3.41x', '81.0%')."""
+    v = _in_unit(x, unit)
+    text = num(v, True) if measured else (f"{v:.4g}" if math.isfinite(v) and abs(v) < 1000 else num(v))
+    return text + _sep(unit)
+
+
+def value_text(value, low, high, unit: str = "") -> str:
+    """A measured value and its interval in a claim's unit: '3.41x [3.20, 3.64]', '81.0% [76.1, 86.4]',
+    '1.69 GiB [1.60, 1.75]'; a number without spread (low == high: a count) as it is: '0', '23.8%'."""
+    if low == high == value:
+        v = _in_unit(value, unit)
+        return (num(v) if float(v).is_integer() else num(v, True)) + _sep(unit)
+    return num_interval(_in_unit(value, unit), _in_unit(low, unit), _in_unit(high, unit), _sep(unit))
+
+
 def short(v, digits: int = 3) -> str:
     """Any JSON-like value with every float in it at `digits` significant figures."""
     if isinstance(v, dict):
@@ -112,14 +138,14 @@ SPEEDUP_NOTE = ("speedup = the reference's median / this median (above 1: faster
                 "their implementation) the benchmark's first row")
 
 
-def under(x: float) -> str:
-    """A measured gap as the power of ten it stays under ('< 1e-06'), '0' for none: the same text on every run whose
-    gap stays in that decade, for a check's detail in a cell nbval compares."""
-    if x == 0:
-        return "0"
-    if not math.isfinite(x):
-        return str(x)
-    return f"< {10.0 ** (math.floor(math.log10(abs(x))) + 1):.0e}"
+def within(gap: float, passed: bool) -> str:
+    """A measured gap as a check's detail prints it in a cell nbval compares: 'within tolerance' where the check
+    passed, the gap itself ("3.2e-04") where it did not. A gap at rounding level moves with the CPU's vector kernels
+    and its BLAS (AVX-512 or AVX2, MKL's paths on AMD and Intel): printed, it would make the cell fail on another host.
+    The check keeps the gap itself as its `value` (`perflab.kit.claims.Check`), which the results log records."""
+    if passed:
+        return "within tolerance"
+    return "0" if gap == 0 else f"{gap:.1e}" if math.isfinite(gap) else str(gap)
 
 
 def fmt_interval(m, unit: str = "x", digits: int = 2) -> str:

@@ -37,8 +37,11 @@ class Run:
     cfg: Any = None      # the validated parameters
     device: torch.device | None = None
 
-    def savefig(self, fig, name: str, **kw) -> Path:
-        """Save a matplotlib figure as <out>/<study>/<run id>/<name>.png (this execution's own) and return the path."""
+    def savefig(self, fig, name: str, **kw) -> Path | None:
+        """Save a matplotlib figure as <out>/<study>/<run id>/<name>.png (this execution's own) and return the path;
+        None for no figure (`claims_figure` when no claim has an interval to draw)."""
+        if fig is None:
+            return None
         path = self.dir / f"{name}.png"
         fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
         return path
@@ -73,8 +76,9 @@ def environment_line(device: torch.device) -> str:
             + f" | {torch.get_num_threads()} CPU thread(s) | commit {sha}")
 
 
-def setup(study: str, namespace: dict, schema: type | None = None) -> Run:
-    """Validate, set threads, pick the device, open the run, print the environment line (module doc).
+def setup(study: str, namespace: dict, schema: type | None = None, *, card=None) -> Run:
+    """Validate, set threads, pick the device, open the run, print the environment line (module doc); `card`: the
+    notebook's `perflab.kit.card.VerdictCard`, which then shows this run's device and judges in it.
 
     `study` is the notebook's name (its file stem: the runner's rows and the notebook's are joined by it), `schema`
     its parameters dataclass (a `perflab.kit.params.RunParams` subclass). Threads come before the device and the run,
@@ -94,4 +98,6 @@ def setup(study: str, namespace: dict, schema: type | None = None) -> Run:
     run.log.params_set = set_  # what the report's run table shows: the values setup read, where not the defaults
     run.device = device
     print(environment_line(device))
+    if card is not None:
+        card.attach(run)
     return run

@@ -135,17 +135,23 @@ class GridResult:
                                 **{self.size_name: size}, **fields)
 
     def figure(self, *, ylabel: str = "ms per call (median, p20-p80)", title: str = "", scale: float = 1e3,
-               xlabel: str = ""):
+               xlabel: str = "", versions: Iterable[str] = ()):
         """Time per call against the size, one line per variant: the median with p20-p80 bars (seconds times
         `scale`: ms by default); log axes where the values span a factor of 4 or more; the x axis is labelled
-        `xlabel` (default: the size's name). -> matplotlib Figure"""
+        `xlabel` (default: the size's name); each variant in its version's colour (`perflab.kit.figures.color`
+        among `versions`, the study's IMPLS: the same colour in every figure of the study). -> matplotlib Figure"""
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for v in self.variants:
+        from .figures import colors
+
+        names = list(versions) or list(dict.fromkeys(v.version for v in self.variants))
+        keys = [v.name for v in self.variants]  # a variant named as its version takes the version's colour
+        palette = colors(keys, names)
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+        for v, c in zip(self.variants, (palette[k] for k in keys)):
             s = [summary(self.times[v.name, size]) for size in self.sizes]
             med = [scale * x["median_s"] for x in s]
-            ax.errorbar(self.sizes, med, marker="o", label=v.name, capsize=3,
+            ax.errorbar(self.sizes, med, marker="o", label=v.name, capsize=3, color=c,
                         yerr=[[m - scale * x["p20_s"] for m, x in zip(med, s)],
                               [scale * x["p80_s"] - m for m, x in zip(med, s)]])
         if _spans(self.sizes):

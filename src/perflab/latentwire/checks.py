@@ -10,7 +10,7 @@ import torch
 
 from ..kit.claims import Check
 from ..kit.compiles import count_compiles
-from ..kit.formatting import under
+from ..kit.formatting import within
 from ..kit.syncs import count_host_syncs
 from . import losses, reference
 from .batches import PretokenizedCache, batch_on_the_fly
@@ -25,10 +25,16 @@ def _close(a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> bool:
     return bool(torch.allclose(a.detach().float(), b.detach().float(), rtol=rtol, atol=atol))
 
 
-def _gap(a: torch.Tensor, b: torch.Tensor) -> str:
-    """The largest |a - b|, as `under` writes it (inf for shapes that differ)."""
+def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest |a - b| (inf for shapes that differ); a check prints it as `within` writes it."""
     a, b = a.detach().double(), b.detach().double()
-    return under(float((a - b).abs().max()) if a.shape == b.shape and a.numel() else math.inf)
+    return float((a - b).abs().max()) if a.shape == b.shape and a.numel() else math.inf
+
+
+def _check(name: str, ok: bool, gap: float, before: str, after: str) -> Check:
+    """A check of a largest |difference|: the detail names it as `within` does (the same on every host where it
+    passes), the gap itself is the check's value (logged)."""
+    return Check(name, ok, f"{before}|difference| {within(gap, ok)}{after}", gap)
 
 
 def single_pass_checks(p: LatentWireParams, examples, device, n: int = 5) -> list[Check]:
@@ -47,12 +53,12 @@ def single_pass_checks(p: LatentWireParams, examples, device, n: int = 5) -> lis
     # fp32: the two differ only in matmul shapes (summation order): 1e-5 relative is float rounding
     tol = dict(rtol=1e-5, atol=1e-6)
     first, kce = losses.first_token_ce(logits, batch.labels), losses.k_token_ce(logits, batch.labels, k)
-    rule = "(allowed 1e-06 + 1e-05 x |value|)"
+    rule = " (allowed 1e-06 + 1e-05 x |value|)"
     return [
-        Check("single-pass first-token CE equals its own LM forward", _close(first, first_loop, **tol),
-              f"batch {n}: |difference| {_gap(first, first_loop)} {rule}"),
-        Check("single-pass K-token CE equals the K-forward loop", _close(kce, k_loop, **tol),
-              f"K={k}, batch {n}: |difference| {_gap(kce, k_loop)} {rule}"),
+        _check("single-pass first-token CE equals its own LM forward", _close(first, first_loop, **tol),
+               _gap(first, first_loop), f"batch {n}: ", rule),
+        _check("single-pass K-token CE equals the K-forward loop", _close(kce, k_loop, **tol), _gap(kce, k_loop),
+               f"K={k}, batch {n}: ", rule),
         Check("LM forwards per micro-batch: loop K+2, single pass 1",
               (f1 - f0, f1 - f0 + f2 - f1) == (1, k + 2), f"single pass {f1 - f0}, loop {f1 - f0 + f2 - f1}"),
     ]
@@ -72,9 +78,9 @@ def toggles_off_check(p: LatentWireParams, examples, device, steps: int = 2) -> 
         tr.close()
     # same kernels in the same order; 1e-6 leaves room for GPU kernels that accumulate with atomics
     ok = seen[0] == seen[1] and _close(rows[0], rows[1], rtol=1e-6, atol=0.0)
-    return Check("optimized with every toggle off reproduces the baseline", ok,
-                 f"{steps} steps x {p.accum_steps} micro-batches, {'same' if seen[0] == seen[1] else 'other'} "
-                 f"samples, loss |difference| {_gap(rows[1], rows[0])} (allowed 1e-06 x |loss|)")
+    return _check("optimized with every toggle off reproduces the baseline", ok, _gap(rows[1], rows[0]),
+                  f"{steps} steps x {p.accum_steps} micro-batches, {'same' if seen[0] == seen[1] else 'other'} "
+                  "samples, loss ", " (allowed 1e-06 x |loss|)")
 
 
 def cache_check(p: LatentWireParams, examples) -> Check:
@@ -96,8 +102,8 @@ def sdpa_check(p: LatentWireParams, examples, device) -> Check:
     manual = model(batch, single_pass=True).total
     model.set_options(attention="sdpa")
     fused = model(batch, single_pass=True).total
-    return Check("sdpa attention equals the eager attention", _close(fused, manual, 1e-5, 1e-6),
-                 f"batch 8: loss |difference| {_gap(fused, manual)} (allowed 1e-06 + 1e-05 x |loss|)")
+    return _check("sdpa attention equals the eager attention", _close(fused, manual, 1e-5, 1e-6), _gap(fused, manual),
+                  "batch 8: loss ", " (allowed 1e-06 + 1e-05 x |loss|)")
 
 
 def host_sync_check(p: LatentWireParams, examples, device) -> tuple[Check, dict]:
@@ -145,10 +151,10 @@ def compiled_check(p: LatentWireParams, examples, device, steps: int = 3) -> Che
     # bf16 rounds matmul inputs to 8 bits of mantissa (0.4%), in places that differ between fused and eager: 2e-2
     tol = 2e-2 if p.amp else 1e-5
     ok = seen[0] == seen[1] and _close(rows[1], rows[0], rtol=tol, atol=tol) and cc.compiles == 0
-    return Check(f"compiled step (compile={p.compile}, backend={p.backend}) trains like the eager step", ok,
-                 f"{steps} steps x {p.accum_steps} micro-batches of {p.ablation_batch}, "
-                 f"{'same' if seen[0] == seen[1] else 'other'} samples, loss |difference| {_gap(rows[1], rows[0])} "
-                 f"(allowed {tol:.0e} + {tol:.0e} x |loss|); {cc.compiles} compiles after the first step (allowed 0)")
+    return _check(f"compiled step (compile={p.compile}, backend={p.backend}) trains like the eager step", ok,
+                  _gap(rows[1], rows[0]), f"{steps} steps x {p.accum_steps} micro-batches of {p.ablation_batch}, "
+                  f"{'same' if seen[0] == seen[1] else 'other'} samples, loss ",
+                  f" (allowed {tol:.0e} + {tol:.0e} x |loss|); {cc.compiles} compiles after the first step (allowed 0)")
 
 
 def all_checks(p: LatentWireParams, examples, device) -> tuple[list[Check], dict]:

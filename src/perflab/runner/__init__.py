@@ -13,6 +13,7 @@
     sweep_figures   a sweep's figures, one per swept parameter: timings, and claims against thresholds
     report          `perflab report`: a run folder's results as Markdown
     compare         `perflab compare A B`
+    pages           `perflab pages`: README's headlines and docs/results.md's evidence, from a recorded refresh
     battery         claims of known truth: a verdict rule's error rate on this machine
     simulate        a simulated machine for the verdicts' rare errors (`perflab battery --simulate`)
     compile_cache   a GPU window's compile caches: kept in the run folder, packed to come back under the limit

@@ -8,6 +8,7 @@
                                                                   --tests-only: the GPU tests alone)
     perflab report DIR
     perflab refresh [NAME ...]
+    perflab pages [RUN_DIR] [--check]   (README's headlines and docs/results.md's evidence, from a recorded refresh)
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
     perflab compare A B [--out DIR]
     perflab battery [--reps N] [--budget S] [--load N] [--short] [--simulate N] [--out DIR]   (verdicts' error rates)
@@ -91,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None,
                    help="where their results go (default: $PERFLAB_OUT, else outputs/local)")
     _common(p)
+
+    p = sub.add_parser("pages", help="write README.md's headlines and docs/results.md's evidence from a recorded run")
+    p.add_argument("dir", type=Path, nargs="?", default=None,
+                   help="the run folder of a refresh whose evidence to keep (outputs/refresh/); without it, the pages "
+                        "are written from the evidence kept there")
+    p.add_argument("--check", action="store_true", help="write nothing: exit 1 where a page differs from the evidence")
 
     p = sub.add_parser("sweep", help="one papermill run per grid point, through submitit (local or Slurm)")
     p.add_argument("name", help="the notebook to sweep")
@@ -283,6 +290,27 @@ def cmd_refresh(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_pages(args) -> int:
+    from . import pages
+
+    root = repo_root()
+    try:
+        if args.dir is not None and not args.check:
+            print(f"kept {pages.keep(args.dir, root).relative_to(root)}: each study's latest judged execution of {args.dir}")
+        differ = pages.write(root, check=args.check)
+    except pages.PagesError as e:
+        raise nbs.NotebookError(str(e)) from None
+    if args.check:
+        if differ:
+            print("perflab pages --check: not what the kept evidence says: " + "; ".join(differ)
+                  + " (write them with `perflab pages`)", file=sys.stderr)
+            return 1
+        print("perflab pages --check: README.md and docs/results.md say what outputs/refresh/ holds")
+        return 0
+    print("written: " + ("; ".join(differ) if differ else "nothing changed"))
+    return 0
+
+
 def cmd_sweep(args) -> int:
     from . import sweep as sw
 
@@ -421,7 +449,7 @@ def _battery_simulated(args, out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
-            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new, "battery": cmd_battery}
+            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new, "battery": cmd_battery, "pages": cmd_pages}
     from .gpucheck import NoGPU
     from .sweep import SweepError
 

@@ -145,6 +145,18 @@ def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str) -> 
     return text + "\n\n" + (f"![{title}]({figure})" if drawn else NO_FIGURE)
 
 
+def _card(claims: list[dict], notes: list[dict], out_dir: Path, study: str, run_id: str | None) -> str:
+    """The verdict card, as the notebook shows it at its top (`perflab.kit.card.card_markdown`): the judged claims
+    with their value, interval, unit and verdict, the untested ones folded into a line, and the card's figure."""
+    from ..kit.card import card_markdown, device_text
+
+    env = next((r.get("env") for r in claims if r.get("env")), {}) or {}
+    name = next((r["card_figure"] for r in reversed(notes) if r.get("card_figure")), None)
+    path = out_dir / study / run_id / name if name and run_id else None
+    figure = path.relative_to(out_dir).as_posix() if path is not None and path.is_file() else ""
+    return "### Verdicts\n" + card_markdown(claims, device=device_text(env), figure=figure)
+
+
 # ---- one study's section ------------------------------------------------------------------------
 
 def _timings(meas: list[dict]) -> str:
@@ -196,6 +208,7 @@ def _study_section(title: str, study: str, run_id: str | None, rows: list[dict],
         parts.append(failed)
     drawn = False
     if kinds["claim"]:
+        parts.append(_card(kinds["claim"], kinds["note"], out_dir, study, run_id))
         parts.append(_claims(kinds["claim"], out_dir, figure, f"{study}: claims" + (f" of run {run_id}" if run_id else "")))
         drawn = figure is not None and f"]({figure})" in parts[-1]
     if kinds["measurement"]:
@@ -215,7 +228,8 @@ def _study_section(title: str, study: str, run_id: str | None, rows: list[dict],
               r.get("detail", "") if r["passed"] or not r.get("detail") else f"**{r['detail']}**"]
              for r in kinds["check"]]))
     for r in kinds["note"]:
-        parts.append(f"> {r['text']}")
+        if not r.get("card_figure"):  # the card links its figure
+            parts.append(f"> {r['text']}")
     plots = _plots(out_dir, study, run_id, skip=("claims",) if drawn else ())  # the notebook's own copy of it
     if plots:
         parts.append(plots)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 
 def drawable(r) -> bool:
-    """Whether a claim row (a `perflab.kit.claims.ClaimRow`, or a row of the log) has an interval and a threshold to
-    draw it against."""
+    """Whether a claim row (a `perflab.kit.claims.ClaimRow`, or a row of the log) has an interval of some width and a
+    threshold to draw it against (`perflab.kit.claims.drawable`: exact counts and untested claims are the card's)."""
     from ..kit.claims import as_row
+    from ..kit.claims import drawable as kit_drawable
 
-    r = as_row(r)
-    return r.value is not None and (r.at_least is not None or r.at_most is not None)
+    return kit_drawable(as_row(r))
 
 
 def verdict_cell(r: dict) -> str:
@@ -52,8 +52,8 @@ def claims_png(path: Path, runs: dict[str, list[dict]] | list[dict], title: str)
     return path
 
 
-NO_FIGURE = ("No figure: no claim here carries a measured interval and a threshold (rows logged before "
-             "`perflab.kit.claims` judged claims); the table above is all there is.")
+NO_FIGURE = ("No figure: no claim here was judged on a measured interval against a threshold (counts are exact, "
+             "the others not tested here); the table above is all there is.")
 
 
 def figure_name(study: str, run_id: str | None = None) -> str:

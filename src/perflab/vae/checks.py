@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..kit.claims import Check
-from ..kit.formatting import under
+from ..kit.formatting import within
 from ..kit.syncs import count_host_syncs
 from . import baseline, optimized
 from .captured import CapturedStep
@@ -70,9 +70,9 @@ def separability_checks(model, batches, num_labels: int) -> list[Check]:
             gap_ref = max(gap_ref, abs(vec.item() - ref) / max(abs(ref), 1e-30))
     n = min(4, len(batches))
     return [Check("separability: vectorized equals the class loop", ok_loop,
-                  f"largest relative gap {under(gap_loop)} over {n} batches (allowed 1e-05)"),
+                  f"largest relative gap {within(gap_loop, ok_loop)} over {n} batches (allowed 1e-05)", gap_loop),
             Check("separability: vectorized equals the float64 reference", ok_ref,
-                  f"largest relative gap {under(gap_ref)} over {n} batches (allowed 1e-04)")]
+                  f"largest relative gap {within(gap_ref, ok_ref)} over {n} batches (allowed 1e-04)", gap_ref)]
 
 
 def complex_linear_check(device) -> list[Check]:
@@ -81,7 +81,7 @@ def complex_linear_check(device) -> list[Check]:
     h = torch.randn(3, 14, device=device)
     worst, ok = _worst([(layer(h), complex_linear_reference(layer, h))], rtol=1e-5, atol=1e-6)
     return [Check("ComplexLinear equals (A + iB) h + b in complex128", ok,
-                  f"largest |difference| {under(worst)} (allowed 1e-06 + 1e-05 x |value|)")]
+                  f"largest |difference| {within(worst, ok)} (allowed 1e-06 + 1e-05 x |value|)", worst)]
 
 
 def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int, device) -> list[Check]:
@@ -98,7 +98,7 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
         same, rule = differ == 0, f"{differ} of {len(pairs)} parameter tensors differ (allowed: none, bit for bit)"
     else:  # a GPU BLAS may pick another kernel between two runs (workspace, alignment): rounding only
         worst, same = _worst(pairs, rtol=1e-5, atol=1e-7)
-        rule = f"largest |difference| {under(worst)} (allowed 1e-07 + 1e-05 x |value|)"
+        rule = f"largest |difference| {within(worst, same)} (allowed 1e-07 + 1e-05 x |value|)"
     _, gb = run(eager(baseline.step_config(sep_grad=True)), batches, **kw)
     _, go = run(eager(optimized.step_config(sep_grad=True)), batches, **kw)
     worst, close = _worst(zip(gb.parameters(), go.parameters()), rtol=1e-4, atol=1e-5)
@@ -106,7 +106,7 @@ def same_math_checks(batches, *, model_cfg: ModelConfig, train_cfg: TrainConfig,
     n = len(batches)
     return [Check(f"same parameters after {n} steps, no_grad separability", same, rule),
             Check(f"same parameters after {n} steps, separability gradient", close,
-                  f"largest |difference| {under(worst)} (allowed 1e-05 + 1e-04 x |value|)"),
+                  f"largest |difference| {within(worst, close)} (allowed 1e-05 + 1e-04 x |value|)", worst),
             Check("the separability gradient changes the weights", changed > 0,
                   f"{changed} of {len(pairs)} parameter tensors differ, sep_grad True vs False (needed: some)")]
 
@@ -189,7 +189,7 @@ def captured_checks(captured: CapturedStep, compiled, curves: dict, batches, rto
     return [Check(f"captured: compiled once, no recompile in {n} steps", once,
                   f"{compiled.compiles} compile(s), {compiled.recompiles} recompile(s)"),
             Check(f"captured: curves equal the optimized step's over {steps} steps", all(same.values()),
-                  f"largest relative gap {under(gap)} (allowed {rtol:.0e})"),
+                  f"largest relative gap {within(gap, all(same.values()))} (allowed {rtol:.0e})", gap),
             Check("captured: a batch of another shape raises, nothing runs", refused and untouched,
                   ("ValueError raised" if refused else "no ValueError")
                   + ("; weights and step count unchanged" if untouched else "; the step ran"))]
@@ -197,7 +197,7 @@ def captured_checks(captured: CapturedStep, compiled, curves: dict, batches, rto
 
 def curve_check(a, b, rtol: float, what: str) -> Check:
     """EpochLog `b` equals `a` at every step to `rtol` (relative to max(1, |a|)), with the largest gap."""
-    same = curves_agree(a, b, rtol=rtol)
+    same, gap = curves_agree(a, b, rtol=rtol), curve_gap(a, b)
     return Check(f"{what} over {len(a)} steps", all(same.values()),
-                 f"largest relative gap {under(curve_gap(a, b))} (allowed {rtol:.0e})"
-                 + ("" if all(same.values()) else f"; differ: {', '.join(k for k, ok in same.items() if not ok)}"))
+                 f"largest relative gap {within(gap, all(same.values()))} (allowed {rtol:.0e})"
+                 + ("" if all(same.values()) else f"; differ: {', '.join(k for k, ok in same.items() if not ok)}"), gap)

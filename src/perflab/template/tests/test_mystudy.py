@@ -108,13 +108,13 @@ def test_the_correctness_checks_pass(tmp_path):
 
 
 def test_the_claims_judge_exactly_what_the_study_measures(tmp_path):
-    """The notebook's path at tiny sizes: inputs -> counts -> evidence -> CLAIMS.judge, at the setup of every claim
-    (k=32): every claim gets a verdict, none is 'not tested here'. A claim without evidence, or evidence for no claim,
-    fails here (ClaimError), not after the notebook's benchmark."""
+    """The notebook's path at tiny sizes: Findings (inputs, counts) -> evidence -> CLAIMS.judge, at the setup of
+    every claim (k=32): every claim gets a verdict, none is 'not tested here'. A claim without evidence, or evidence
+    for no claim, fails here (ClaimError), not after the notebook's benchmark."""
     run = _run(tmp_path, k=32)
-    data = study.inputs(run)
-    found = study.evidence(run, data, study.counts(run, data))
-    rows = CLAIMS.judge(found, cfg=run.cfg, device=run.device)
+    found = study.Findings(data=study.inputs(run))
+    found.counts = study.counts(run, found.data)
+    rows = CLAIMS.judge(study.evidence(run, found), cfg=run.cfg, device=run.device)
     verdicts = {r["key"]: r["verdict"] for r in rows}
     assert verdicts["syncs"] == "holds"  # a count: 33 -> 1 per iteration at k=32, exact
     assert verdicts["speed"] in VERDICTS and verdicts["speed"] != "not tested here"  # timed: shown, not asserted
@@ -124,9 +124,10 @@ def test_the_claims_judge_exactly_what_the_study_measures(tmp_path):
 def test_a_claim_about_k_32_is_not_tested_at_k_128(tmp_path):
     """`perflab run -p k=128`: the speed claim is about k=32, so it is not timed and reads what was run instead."""
     run = _run(tmp_path, n=256, k=128)
-    data = study.inputs(run)
-    found = study.evidence(run, data, study.counts(run, data))
-    assert found["speed"][0] is None
+    found = study.Findings(data=study.inputs(run))
+    found.counts = study.counts(run, found.data)
+    found = study.evidence(run, found)
+    assert found["speed"].measured is None
     row = next(r for r in CLAIMS.judge(found, cfg=run.cfg, device=run.device) if r["key"] == "speed")
     assert (row["verdict"], row["why"]) == ("not tested here", "measured at k=128")
 

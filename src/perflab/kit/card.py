@@ -1,0 +1,255 @@
+"""The verdict card: what a notebook decided, at its top, filled in as the cells below decide.
+
+    card = VerdictCard(CLAIMS)                      # shown here, under the question: each claim "pending"
+    ...                                             # the parameters cell
+    run = setup("04_early_exit", globals(), EarlyExitParams, card=card)   # the card names the run's device
+    ...
+    card.figure(fig, "strategies")                  # the study's main figure, beside the table (and saved)
+    rows = card.judge(study.evidence(run, found))   # judged (CLAIMS.judge), logged, and the card above filled in
+
+One row per claim the run judges: the claim (its source), the report's number, the measured value with its interval
+and unit (how it was measured under it), the verdict, the setup and device it was measured on, and the function
+that measured it; the claims not tested here are folded into one line that names them and why. The same table is
+what `perflab report` prints for a study (`card_markdown`, from the logged rows) and what `perflab pages` writes
+into the README, so a number reads the same wherever it is shown.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Iterable, Mapping
+
+from .claims import COLORS, ClaimRow, Claims, as_row, log_rows
+from .formatting import value_text
+
+PENDING = "pending"
+
+
+def measured_cell(r: ClaimRow) -> str:
+    """'3.41x [3.20, 3.64]' (the decided value, its interval, its unit), '0' for a count; a row logged without numbers
+    (before the claims kit) by its sentence; '-' when nothing was measured."""
+    if r.value is None:
+        return r.measured if r.measured and r.verdict != "not tested here" else "-"
+    return value_text(r.value, r.low, r.high, r.unit)
+
+
+def how_cell(r: ClaimRow) -> str:
+    """How the number was judged, short: 'against >= 3x · 99% interval, 11 paired rounds, 29.7 s'."""
+    parts = [f"against {r.rule}"] if r.rule else []
+    if r.value is not None and r.low == r.high:
+        parts.append("exact")
+    elif r.rounds is not None and r.confidence is not None:
+        what = "paired rounds" if r.calls and "/" in r.calls else "rounds"
+        parts.append(f"{r.confidence:.0%} interval, {r.rounds} {what}"
+                     + (f", {r.seconds:.3g} s" if r.seconds is not None else ""))
+    elif r.value is not None:
+        parts.append("99% interval")
+    return " · ".join(parts)
+
+
+def setup_cell(r: ClaimRow, device: str = "") -> str:
+    """'batch=128 · AMD EPYC (cpu)': the claim's setup as it ran, and the device."""
+    keys = [f"{k}={v}" for k, v in (r.setup or {}).items() if k != "device"]
+    return " · ".join([*keys, device or (r.setup or {}).get("device", "")]).strip(" ·")
+
+
+def _untested(rows: list[ClaimRow]) -> list[tuple[str, list[str]]]:
+    """The claims not tested here, grouped by why: [(why, [keys])]."""
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        if r.verdict == "not tested here":
+            groups.setdefault(r.why or "nothing measured", []).append(r.key)
+    return list(groups.items())
+
+
+def untested_line(rows: Iterable) -> str:
+    """'Not tested here (3): target_4x, bucketed_full (measured on cpu); v10 (another engine: not comparable).'"""
+    rows = [as_row(r) for r in rows]
+    groups = _untested(rows)
+    if not groups:
+        return ""
+    n = sum(len(keys) for _, keys in groups)
+    return f"Not tested here ({n}): " + "; ".join(f"{', '.join(keys)} ({why})" for why, keys in groups) + "."
+
+
+def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: str = "") -> str:
+    """The card as Markdown (REPORT.md, the README): a table of the judged claims, the untested line, the figure's
+    link (`figure`: a path relative to the Markdown file)."""
+    rows = [as_row(r) for r in rows]
+    judged = [r for r in rows if r.verdict != "not tested here"]
+    out = [f"**{title}**", ""] if title else []
+    if judged:
+        out += ["| claim | the report said | measured here | verdict | setup, device |", "|---|---|---|---|---|"]
+        for r in judged:
+            claim = r.claim + (f" ({r.source})" if r.source else "")
+            measured = f"**{measured_cell(r)}** {how_cell(r)}".strip() if r.value is not None else measured_cell(r)
+            out.append("| " + " | ".join(_md(x) for x in (claim, r.claimed, measured, f"**{r.verdict}**",
+                                                            setup_cell(r, device))) + " |")
+    else:
+        out.append("No claim was judged on this setup.")
+    line = untested_line(rows)
+    if line:
+        out += ["", line]
+    if figure:
+        out += ["", f"![the main figure]({figure})"]
+    return "\n".join(out)
+
+
+def _md(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+_STYLE = ("font-family: system-ui, sans-serif; font-size: 13px; border-collapse: collapse; margin: 0;")
+_CELL = "padding: 4px 8px; border-bottom: 1px solid #e0e0e0; text-align: left; vertical-align: top;"
+
+
+def _badge(verdict: str) -> str:
+    color = COLORS.get(verdict, "#9e9e9e")
+    return (f'<span style="background:{color}; color:white; padding:1px 7px; border-radius:9px; '
+            f'white-space:nowrap; font-weight:600">{html.escape(verdict)}</span>')
+
+
+def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figure_png: bytes | None = None,
+              caption: str = "", title: str = "") -> str:
+    """The card as HTML (a notebook's output): judged rows, `pending` claims (not yet decided) in grey, the untested
+    line, and the figure (PNG bytes) to the right of the table."""
+    rows = [as_row(r) for r in rows]
+    judged = [r for r in rows if r.verdict != "not tested here"]
+    esc = html.escape
+    body = []
+    for r in judged:
+        claim = esc(r.claim) + (f' <span style="color:#757575">({esc(r.source)})</span>' if r.source else "")
+        by = f'<br><code style="font-size:11px; color:#757575">{esc(r.measured_by)}</code>' if r.measured_by else ""
+        measured = (f'<b style="white-space:nowrap">{esc(measured_cell(r))}</b><br>'
+                    f'<span style="font-size:11px; color:#616161">{esc(how_cell(r))}</span>')
+        body.append(f'<tr><td style="{_CELL}">{claim}{by}</td><td style="{_CELL}">{esc(r.claimed)}</td>'
+                    f'<td style="{_CELL}">{measured}</td><td style="{_CELL}">{_badge(r.verdict)}'
+                    + (f'<br><span style="font-size:11px; color:#616161">{esc(r.why)}</span>' if r.why else "")
+                    + f'</td><td style="{_CELL}; font-size:12px">{esc(setup_cell(r, device))}</td></tr>')
+    for c in pending:
+        body.append(f'<tr style="color:#9e9e9e"><td style="{_CELL}">{esc(c.text)}</td><td style="{_CELL}">'
+                    f'{esc(c.claimed)}</td><td style="{_CELL}">-</td><td style="{_CELL}">{PENDING}</td>'
+                    f'<td style="{_CELL}"></td></tr>')
+    head = "".join(f'<th style="{_CELL}">{h}</th>' for h in
+                   ("claim", "the report said", "measured here", "verdict", "setup, device"))
+    table = (f'<table style="{_STYLE}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+             if body else "<p>No claim was judged on this setup.</p>")
+    line = untested_line(rows)
+    foot = f'<p style="font-size:12px; color:#616161; margin:6px 0 0 0">{esc(line)}</p>' if line else ""
+    heading = f'<div style="font-weight:600; margin-bottom:4px">{esc(title)}</div>' if title else ""
+    left = f'<div style="flex: 1 1 560px; min-width: 420px">{heading}{table}{foot}</div>'
+    right = ""
+    if figure_png:
+        src = "data:image/png;base64," + base64.b64encode(figure_png).decode()
+        cap = f'<div style="font-size:11px; color:#616161">{esc(caption)}</div>' if caption else ""
+        right = f'<div style="flex: 0 1 480px"><img src="{src}" style="max-width:100%">{cap}</div>'
+    return f'<div style="display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start">{left}{right}</div>'
+
+
+def card_text(rows: Iterable, *, device: str = "", pending: Iterable = ()) -> str:
+    """The card as plain text (a terminal, a notebook viewer without HTML)."""
+    rows = [as_row(r) for r in rows]
+    lines = [f"[{r.verdict}] {r.claim}: {measured_cell(r)} ({how_cell(r)}; {setup_cell(r, device)})"
+             for r in rows if r.verdict != "not tested here"]
+    lines += [f"[{PENDING}] {c.text}" for c in pending]
+    line = untested_line(rows)
+    return "\n".join(lines + ([line] if line else [])) or "no claims"
+
+
+def device_text(env: Mapping) -> str:
+    """'AMD EPYC (cpu), 1 thread': the device a run's rows were measured on (its environment stamp)."""
+    name, kind = env.get("device_name") or "", env.get("device_kind") or env.get("device") or ""
+    threads = env.get("torch_threads")
+    text = f"{name} ({kind})" if name and kind and kind not in name else (name or kind)
+    return text + (f", {threads} thread{'s' if threads != 1 else ''}" if threads and "cpu" in str(kind) else "")
+
+
+class VerdictCard:
+    """A notebook's verdicts, shown where it is made (under the question, before the parameters) and updated in
+    place by `attach` (the run: `setup(..., card=card)`), `figure` and `judge` (module doc). Outside a notebook it
+    shows nothing until printed."""
+
+    def __init__(self, claims: Claims, run=None, *, title: str = "", show: bool = True):
+        if not isinstance(claims, Claims):
+            raise TypeError(f"VerdictCard(CLAIMS): the study's Claims, got {type(claims).__name__}")
+        self.claims, self.run, self.rows, self.title = claims, None, None, title
+        self._png, self._caption, self._handle = None, "", None
+        if show:
+            self._handle = _display(self)
+        if run is not None:
+            self.attach(run)
+
+    def attach(self, run) -> VerdictCard:
+        """The run whose verdicts this card shows (its device, its log, its folder)."""
+        self.run = run
+        self.title = self.title or f"Verdicts of {run.study}"
+        self._update()
+        return self
+
+    def _run(self, what: str):
+        if self.run is None:
+            raise RuntimeError(f"VerdictCard.{what}: no run yet: setup(..., card=card) attaches it")
+        return self.run
+
+    @property
+    def device(self) -> str:
+        return device_text(getattr(self.run.log, "env", {}) or {}) if self.run is not None else ""
+
+    def judge(self, found: Mapping) -> list[ClaimRow]:
+        """Judge every claim on `found` (`Claims.judge`: {key: Evidence}), log the rows, fill the card in. -> rows"""
+        run = self._run("judge")
+        rows = self.claims.judge(found, cfg=run.cfg, device=run.device)
+        log_rows(run.log, rows, headline=self.claims.headline, quiet=True)
+        self.rows = rows
+        self._update()
+        return rows
+
+    def figure(self, fig, name: str, caption: str = "") -> None:
+        """Save `fig` as the run's `<name>.png` and show it beside the table (logged as the card's figure, so that
+        `perflab report` links it)."""
+        run = self._run("figure")
+        path = run.savefig(fig, name)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=72, bbox_inches="tight")
+        self._png, self._caption = buf.getvalue(), caption
+        run.log.note(f"the card's figure: {path.name}", card_figure=path.name)
+        self._update()
+
+    def details(self):
+        """Each judged claim in full (what was measured, how it was judged, the decision's note) as a DataFrame:
+        the appendix of the card."""
+        import pandas as pd
+
+        from .claims import judged_text, verdict_text
+
+        return pd.DataFrame([{"claim": r.key, "verdict": verdict_text(r), "measured here": r.measured,
+                              "judged": judged_text(r), "measured by": r.measured_by}
+                             for r in self.rows or []]).set_index("claim")
+
+    def _pending(self):
+        return [] if self.rows is not None else list(self.claims)
+
+    def _repr_html_(self) -> str:
+        title = " · ".join(x for x in (self.title or "Verdicts", self.device) if x)
+        return card_html(self.rows or [], device=self.device, pending=self._pending(), figure_png=self._png,
+                         caption=self._caption, title=title)
+
+    def __repr__(self) -> str:
+        return card_text(self.rows or [], device=self.device, pending=self._pending())
+
+    def _update(self) -> None:
+        if self._handle is not None:
+            self._handle.update(self)
+
+
+def _display(obj):
+    """Show `obj` with a display id (updated in place later) where IPython runs a kernel; else None."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return None
+    if get_ipython() is None:
+        return None
+    return display(obj, display_id=True)

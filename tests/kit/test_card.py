@@ -1,0 +1,168 @@
+"""The verdict card (perflab.kit.card) and what it reads: a claim's unit and the function that measures it, Evidence,
+the numbers in their unit. The card is what a reader sees first: every number on it must be the decided one."""
+import dataclasses
+
+import pytest
+
+from perflab.kit.card import VerdictCard, card_html, card_markdown, device_text, untested_line
+from perflab.kit.claims import Claim, ClaimError, Claims, Evidence
+from perflab.kit.formatting import value_text, with_unit
+from perflab.kit.notebook import open_run
+from perflab.kit.results import read_rows
+from perflab.kit.verdicts import Decision, Measured
+
+
+@dataclasses.dataclass
+class P:
+    batch: int = 16
+    verdict_time: float = 1.0
+
+
+def _claims():
+    return Claims(Claim("speed", "recycle at least 3x faster than full", "2-4x", at_least=3, partly=1.05, unit="x",
+                        source="seed 001", measured_by="study.decide"),
+                  Claim("ideal", "at least 70% of the ideal", ">= 70%", at_least=0.7, unit="%"),
+                  Claim("syncs", "no host sync per step", "0", at_most=0, fixed=True),
+                  Claim("gpu", "at least 4x on a GPU", ">= 4x", at_least=4, unit="x", setup={"device": "cuda"}),
+                  Claim("big", "at batch 64", ">= 1x", at_least=1, unit="x", setup={"batch": 64}), params=P)
+
+
+def _decision(value, low, high, **rule):
+    return Decision("holds", value, low, high, 11, 29.7, 0.99, "speedup", calls=(1, 4), **rule)
+
+
+def _found():
+    return {"speed": Evidence(_decision(3.41, 3.2, 3.64, at_least=3, partly=1.05), "recycle over full"),
+            "ideal": Evidence(Measured(0.81, 0.761, 0.864), "81% of the ideal"),
+            "syncs": Evidence(Measured.exact(0), "13 -> 0 host syncs per step"),
+            "gpu": Evidence(None, "not timed"), "big": Evidence(None, "not timed")}
+
+
+@pytest.mark.parametrize("x, unit, measured, text", [
+    (3, "x", False, "3x"), (0.7, "%", False, "70%"), (0.88, "ms", False, "0.88 ms"), (1.3333, "", False, "1.333"),
+    (3.41, "x", True, "3.41x"), (0.81, "%", True, "81.0%"), (2310.0, "GiB", False, "2,310 GiB")])
+def test_a_number_in_its_unit(x, unit, measured, text):
+    assert with_unit(x, unit, measured) == text
+
+
+@pytest.mark.parametrize("v, unit, text", [
+    ((3.41, 3.2, 3.64), "x", "3.41x [3.20, 3.64]"), ((0.81, 0.761, 0.864), "%", "81.0% [76.1, 86.4]"),
+    ((1.69, 1.6, 1.75), "GiB", "1.69 GiB [1.60, 1.75]"), ((0.0, 0.0, 0.0), "", "0"),
+    ((0.238, 0.238, 0.238), "%", "23.8%"), ((13.0, 13.0, 13.0), "x", "13x"),
+    ((2.0, 1.5, float("inf")), "x", "2.00x [1.50, inf]")])
+def test_a_value_and_its_interval_in_the_claims_unit(v, unit, text):
+    assert value_text(*v, unit) == text
+
+
+def test_a_rule_reads_in_the_claims_unit():
+    c = _claims()
+    assert c["speed"].rule_text == ">= 3x (partly: >= 1.05x)"
+    assert c["ideal"].rule_text == ">= 70%"
+    assert c["syncs"].rule_text == "<= 0"
+    assert Claim("t", "t", "1", at_most=0.88, unit="ms").rule_text == "<= 0.88 ms"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("unit", 3, "unit must be a string, got 3"),
+    ("measured_by", "study.decide speed", "measured_by names a function from the study's package"),
+    ("measured_by", 1, "measured_by must be a string")])
+def test_a_claims_unit_and_measurer_are_refused_when_they_cannot_be_read(field, value, message):
+    with pytest.raises(ClaimError, match=message):
+        Claim("a", "t", "1", at_least=1, **{field: value})
+
+
+def test_a_claim_names_the_function_that_measures_it_and_a_wrong_name_fails():
+    from perflab.template.mystudy import study
+    from perflab.template.mystudy.claims import CLAIMS
+
+    assert CLAIMS.measurer("speed") is study.decide_speed and CLAIMS.measurer("syncs") is study.counts
+    from perflab.template.mystudy.params import Params
+
+    wrong = Claims(Claim("a", "t", "1", at_least=1, measured_by="study.no_such_function"), params=Params)
+    with pytest.raises(ClaimError, match="measured_by 'study.no_such_function' is not a function of "
+                                         "perflab.template.mystudy"):
+        wrong.measurer("a")
+    assert Claims(Claim("a", "t", "1", at_least=1)).measurer("a") is None
+
+
+def test_every_claim_of_every_study_names_a_function_that_exists():
+    """One hop from a claim to its measurement: a claim whose measured_by names nothing fails here."""
+    import importlib
+
+    for mod in ("perflab.template.mystudy.claims",):
+        claims = importlib.import_module(mod).CLAIMS
+        for c in claims:
+            assert c.measured_by, f"{mod}: claim {c.key!r} names no measured_by"
+            assert callable(claims.measurer(c.key))
+
+
+def test_judge_takes_evidence_and_rows_carry_the_unit_and_the_measurer():
+    rows = _claims().judge(_found(), cfg=P(), device="cpu")
+    speed, ideal, syncs, gpu, big = rows
+    assert (speed.verdict, speed.unit, speed.measured_by) == ("holds", "x", "study.decide")
+    assert (ideal.verdict, ideal.unit, syncs.verdict) == ("holds", "%", "fixed")
+    assert (gpu.verdict, gpu.why, big.why) == ("not tested here", "measured on cpu", "measured at batch=16")
+    legacy = _claims().judge({k: tuple(v)[:2] for k, v in _found().items()}, cfg=P(), device="cpu")
+    assert [r.verdict for r in legacy] == [r.verdict for r in rows]   # plain (measurement, sentence) tuples too
+
+
+def test_the_card_shows_the_decided_numbers_in_their_unit_and_folds_the_untested():
+    rows = _claims().judge(_found(), cfg=P(), device="cpu")
+    md = card_markdown(rows, device="AMD EPYC (cpu)", figure="04/run/strategies.png", title="04")
+    lines = md.splitlines()
+    speed = next(line for line in lines if line.startswith("| recycle"))
+    assert "**3.41x [3.20, 3.64]**" in speed and "against >= 3x (partly: >= 1.05x)" in speed
+    assert "99% interval, 11 paired rounds, 29.7 s" in speed and "**holds**" in speed and "AMD EPYC (cpu)" in speed
+    assert "(seed 001)" in speed and "| 2-4x |" in speed
+    assert "**81.0% [76.1, 86.4]** against >= 70%" in md
+    assert "**0** against <= 0 · exact" in md and "**fixed**" in md
+    assert not any(line.startswith("| at least 4x") for line in lines)   # the untested: one line, not rows
+    assert lines[-3] == ("Not tested here (2): gpu (measured on cpu); big (measured at batch=16).")
+    assert lines[-1] == "![the main figure](04/run/strategies.png)"
+    assert untested_line(rows[:3]) == ""
+
+
+def test_the_cards_html_has_the_pending_claims_until_judged_and_the_figure_beside():
+    claims = _claims()
+    pending = card_html([], pending=list(claims))
+    assert pending.count(">pending<") == 5 and "recycle at least 3x faster than full" in pending
+    rows = claims.judge(_found(), cfg=P(), device="cpu")
+    html = card_html(rows, device="AMD EPYC (cpu)", figure_png=b"\x89PNG", caption="the figure")
+    assert ">pending<" not in html and "3.41x [3.20, 3.64]" in html and "data:image/png;base64,iVBORw==" in html
+    assert html.index("3.41x") < html.index("data:image/png")   # the table, then the figure beside it
+    assert "study.decide" in html and "Not tested here (2)" in html
+
+
+def test_the_card_judges_logs_quietly_and_logs_its_figure(tmp_path, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    claims = _claims()
+    card = VerdictCard(claims)                    # outside a kernel: nothing displayed
+    with pytest.raises(RuntimeError, match=r"no run yet: setup\(..., card=card\) attaches it"):
+        card.judge(_found())
+    run = open_run("04_early_exit", P(), out_dir=str(tmp_path), device="cpu")
+    run.device = __import__("torch").device("cpu")
+    card.attach(run)
+    assert "[pending] recycle at least 3x faster than full" in repr(card)
+    fig, _ = plt.subplots()
+    card.figure(fig, "strategies", "total time")
+    rows = card.judge(_found())
+    assert capsys.readouterr().out == ""          # the card shows them: no log printed
+    logged = read_rows(tmp_path / "results.jsonl")
+    assert [r["claim"] for r in logged if r["kind"] == "claim"] == [r.claim for r in rows]
+    assert {r.get("unit") for r in logged if r["kind"] == "claim"} >= {"x", "%"}
+    assert [r["card_figure"] for r in logged if r.get("card_figure")] == ["strategies.png"]
+    assert (run.dir / "strategies.png").is_file()
+    assert "[holds] recycle at least 3x faster than full: 3.41x [3.20, 3.64]" in repr(card)
+    assert card.details().loc["speed", "verdict"] == "holds"
+
+
+@pytest.mark.parametrize("env, text", [
+    ({"device_name": "AMD EPYC", "device_kind": "cpu", "torch_threads": 1}, "AMD EPYC (cpu), 1 thread"),
+    ({"device_name": "NVIDIA H200", "device_kind": "cuda"}, "NVIDIA H200 (cuda)"),
+    ({"device_kind": "cpu", "torch_threads": 2}, "cpu, 2 threads"), ({}, "")])
+def test_the_device_a_card_names(env, text):
+    assert device_text(env) == text

@@ -1,0 +1,107 @@
+"""`perflab pages` (perflab.runner.pages): the README's headlines and docs/results.md's cards come from a recorded
+run, never from hand; --check fails where a page says other than the kept evidence."""
+import gzip
+import json
+
+import pytest
+
+from perflab.kit.claims import Claim, Claims, Evidence
+from perflab.kit.results import ResultsLog
+from perflab.kit.verdicts import Decision, Measured
+from perflab.runner import pages
+
+ENV = {"device_name": "AMD EPYC", "device_kind": "cpu", "torch_threads": 1, "torch": "2.13.0+cpu",
+       "commit": "abcdef0123456789"}
+CLAIMS = Claims(Claim("speed", "at least 10x per LM iteration", "10x", at_least=10, unit="x"),
+                Claim("floor", "within 3x of the floor", "3x", at_most=3, unit="x"),
+                Claim("syncs", "one host sync per iteration", "1", at_most=1, fixed=True),
+                Claim("gpu", "at least 100x on a GPU", "100x", at_least=100, unit="x", setup={"device": "cuda"}),
+                headline="speed")
+
+
+def _judged(log, speed=(13.6, 12.7, 14.6)):
+    found = {"speed": Evidence(Decision("holds", *speed, 15, 8.0, 0.99, "speedup", at_least=10, calls=(1, 9)), "s"),
+             "floor": Evidence(Measured(5.47, 5.13, 5.80), "5.47x the floor"),
+             "syncs": Evidence(Measured.exact(1), "3138 -> 1"), "gpu": Evidence(None, "not timed")}
+    rows = CLAIMS.judge(found, device="cpu")
+    CLAIMS.log(log, rows)
+
+
+def _run_dir(tmp_path, speed=(13.6, 12.7, 14.6), figure=True):
+    out = tmp_path / "run"
+    log = ResultsLog(out / "results.jsonl", study="02_slab_stats", stamp=ENV, run_id="r1")
+    _judged(log, speed)
+    if figure:
+        (out / "02_slab_stats" / "r1").mkdir(parents=True)
+        (out / "02_slab_stats" / "r1" / "sweep.png").write_bytes(b"\x89PNG")
+        log.note("the card's figure: sweep.png", card_figure="sweep.png")
+    return out
+
+
+def _project(tmp_path):
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / "README.md").write_text("# p\n\n<!-- perflab pages: headlines -->\nold\n<!-- /perflab pages: headlines -->\n"
+                                    "tail\n")
+    (root / "docs" / "results.md").write_text("# r\n<!-- perflab pages: cpu -->\n<!-- /perflab pages: cpu -->\n")
+    return root
+
+
+def test_the_pages_are_written_from_the_kept_evidence_and_check_finds_a_page_typed_by_hand(tmp_path):
+    root = _project(tmp_path)
+    kept = pages.keep(_run_dir(tmp_path), root)
+    assert sorted(p.name for p in kept.iterdir()) == ["02_slab_stats.png", "results.jsonl.gz"]
+    with gzip.open(kept / "results.jsonl.gz", "rt") as f:
+        assert {json.loads(line)["kind"] for line in f} == {"claim", "note"}
+    assert pages.write(root) == ["README.md: headlines", "docs/results.md: cpu"]
+    readme = (root / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| 02_slab_stats"))
+    assert "at least 10x per LM iteration: **13.6x [12.7, 14.6]** holds" in row        # the headline, decided
+    assert "floor: 5.47x [5.13, 5.80] (does not hold)" in row                          # the failing one named
+    assert "2 of 4 (1 not tested here)" in row and "AMD EPYC (cpu), 1 thread, abcdef0" in row
+    assert readme.endswith("<!-- /perflab pages: headlines -->\ntail\n")
+    results = (root / "docs" / "results.md").read_text()
+    assert "**13.6x [12.7, 14.6]**" in results and "![the main figure](../outputs/refresh/02_slab_stats.png)" in results
+    assert "Not tested here (1): gpu (measured on cpu)." in results
+    assert pages.write(root, check=True) == []                                      # written: nothing differs
+    (root / "README.md").write_text(readme.replace("13.6x [12.7, 14.6]", "14x"))     # typed by hand
+    assert pages.write(root, check=True) == ["README.md: headlines"]
+
+
+def test_a_later_run_replaces_the_evidence_whole(tmp_path):
+    root = _project(tmp_path)
+    pages.keep(_run_dir(tmp_path), root)
+    other = tmp_path / "other"
+    log = ResultsLog(other / "results.jsonl", study="02_slab_stats", stamp=ENV, run_id="r2")
+    _judged(log, speed=(9.1, 8.5, 9.6))
+    pages.keep(other, root)
+    assert sorted(p.name for p in (root / pages.KEEP).iterdir()) == ["results.jsonl.gz"]   # no stale figure
+    pages.write(root)
+    assert "**9.10x [8.50, 9.60]** does not hold" in (root / "README.md").read_text()
+
+
+@pytest.mark.parametrize("mistake, message", [
+    ("no run", "no results.jsonl"), ("no marker", "README.md: no block 'headlines'"),
+    ("no evidence", "no results.jsonl.gz")])
+def test_pages_refuse_what_they_cannot_write_naming_it(tmp_path, mistake, message):
+    root = _project(tmp_path)
+    if mistake == "no run":
+        with pytest.raises(pages.PagesError, match=message):
+            pages.keep(tmp_path / "nothing", root)
+        return
+    if mistake == "no marker":
+        pages.keep(_run_dir(tmp_path), root)
+        (root / "README.md").write_text("# p\n")
+    with pytest.raises(pages.PagesError, match=message):
+        pages.write(root)
+
+
+def test_the_repository_pages_say_what_its_kept_evidence_says():
+    """README.md's headlines and docs/results.md's cards are what `perflab pages` writes from outputs/refresh/: a
+    number typed into them by hand, or evidence refreshed without the pages rewritten, fails here."""
+    from perflab.kit.paths import repo_root
+
+    root = repo_root()
+    if not (root / pages.KEEP / "results.jsonl.gz").is_file():
+        pytest.skip("no kept evidence yet (outputs/refresh/results.jsonl.gz)")
+    assert pages.write(root, check=True) == []
