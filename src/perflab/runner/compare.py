@@ -234,26 +234,59 @@ def to_markdown(c: Comparison, a_rows: list[dict], b_rows: list[dict], a_name: s
 
 
 def plot(c: Comparison, path: str | Path, a_name: str, b_name: str) -> Path | None:
-    """A horizontal bar chart of B / A per paired row (log scale); None when nothing pairs."""
+    """B / A per paired row as a dot on a log scale, a timing's conservative spread (B p20 / A p80 .. B p80 / A p20)
+    as its error bar; coloured only where the two can be told apart: a timing green where B is faster
+    beyond the spread, red where slower, grey within it; a value that did not move (a count, the same) grey, another
+    value blue (whether more is better is the claim's to say). None when nothing pairs."""
     if not c.paired:
         return None
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{k[0]}: {_case(k)}"[:70] for k, _, _ in c.paired]
-    ratios = [(_number(b) / _number(a)) if _number(a) else float("nan") for _, a, b in c.paired]
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(labels) + 1.5))
-    ax.barh(range(len(labels)), ratios, color=["tab:green" if r < 1 else "tab:red" for r in ratios])
+    from ..kit.claims import log_ticks
+
+    studies = {k[0] for k, _, _ in c.paired}
+    one = len(studies) == 1  # one study: its name in the title, not on every bar
+    labels = ["\n".join(textwrap.wrap(_case(k) if one else f"{k[0]}: {_case(k)}", 60)) or "?" for k, _, _ in c.paired]
+    ratios, lows, highs, colors = [], [], [], []
+    for _, a, b in c.paired:
+        r = (_number(b) / _number(a)) if _number(a) else float("nan")
+        lo = hi = r
+        if a["kind"] == "measurement" and a.get("p20_s") and b.get("p20_s") and a.get("p80_s") and b.get("p80_s"):
+            lo, hi = b["p20_s"] / a["p80_s"], b["p80_s"] / a["p20_s"]
+            color = "#9e9e9e" if lo <= 1 <= hi else ("#2e7d32" if hi < 1 else "#c62828")
+        else:
+            color = "#9e9e9e" if r == 1 else "#1565c0"
+        ratios.append(r)
+        lows.append(max(r - lo, 0.0) if r == r else 0.0)
+        highs.append(max(hi - r, 0.0) if r == r else 0.0)
+        colors.append(color)
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, ax = plt.subplots(figsize=(9, 0.22 * lines + 0.3 * len(labels) + 1.2), layout="constrained")
+    for y, (r, lo, hi, color) in enumerate(zip(ratios, lows, highs, colors)):  # a dot and its spread: on a log axis
+        ax.hlines(y, min(r, 1.0), max(r, 1.0), color=color, lw=1, alpha=0.5)  # a bar's length would mean nothing
+        ax.errorbar([r], [y], xerr=[[lo], [hi]], fmt="o", color=color, ecolor=color, capsize=2, ms=5)
     ax.axvline(1.0, color="k", lw=0.8)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    finite = [x for r, lo, hi in zip(ratios, lows, highs) for x in (r - lo, r + hi) if x == x and x > 0]
     ax.set_xscale("log")
-    ax.set_xlabel(f"B / A  (B = {b_name}, A = {a_name}; time: < 1 means B faster)")
+    if finite:
+        left, right = min(finite + [1.0]), max(finite + [1.0])
+        pad = max((right / left) ** 0.1, 1.2)
+        ax.set_xlim(left / pad, right * pad)
+    log_ticks(ax.xaxis)
+    ax.set_xlabel(f"B / A  (B = {b_name}, A = {a_name}; time: < 1 means B faster; bars: p20-p80 spread; "
+                  "grey: within it, or unchanged)", fontsize=8)
     ax.invert_yaxis()
-    fig.tight_layout()
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    if one:
+        ax.set_title(next(iter(studies)), fontsize=9, loc="left")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
