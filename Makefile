@@ -23,8 +23,11 @@ OUT         ?= outputs/local
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.perflab-installed
 
+# nbval runs NBVAL_WORKERS notebooks at a time (pytest-xdist; --dist loadfile keeps a notebook's cells in order in
+# one kernel): each notebook times on one torch thread, and its checked cells print no timing
+NBVAL_WORKERS ?= 2
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-               --nbval-cell-timeout=900 -p no:cacheprovider
+               --nbval-cell-timeout=900 -p no:cacheprovider -n $(NBVAL_WORKERS) --dist loadfile
 
 # test-min: the declared floor (pyproject.toml's torch>=2.11; the GPU host's torch) as a tested fact. PyPI's
 # torch 2.11.0 for x86_64 Linux is the CUDA 13.0 build (~4 GB with its nvidia-* wheels); it runs on the CPU.
