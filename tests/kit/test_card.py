@@ -54,6 +54,14 @@ def test_a_value_and_its_interval_in_the_claims_unit(v, unit, text):
     assert value_text(*v, unit) == text
 
 
+def test_a_pass_fail_claim_reads_yes_or_no():
+    c = Claim("same", "the same curves", "same", at_least=1, unit="bool")
+    assert (c.rule_text, with_unit(1.0, "bool"), with_unit(0.0, "bool")) == ("yes", "yes", "no")
+    assert (value_text(1.0, 1.0, 1.0, "bool"), value_text(0.0, 0.0, 0.0, "bool")) == ("yes", "no")
+    [row] = Claims(c).judge({"same": Evidence(Measured.exact(0.0), "curves differ")})
+    assert row.verdict == "does not hold" and "**no** exact" in card_markdown([row])
+
+
 def test_a_rule_reads_in_the_claims_unit():
     c = _claims()
     assert c["speed"].rule_text == ">= 3x (partly: >= 1.05x)"

@@ -36,7 +36,7 @@ def measured_cell(r: ClaimRow) -> str:
 
 def how_cell(r: ClaimRow) -> str:
     """How the number was judged, short: 'against >= 3x · 99% interval, 11 paired rounds, 29.7 s'."""
-    parts = [f"against {r.rule}"] if r.rule else []
+    parts = [f"against {r.rule}"] if r.rule and r.unit != "bool" else []
     if r.value is not None and r.low == r.high:
         parts.append("exact")
     elif r.rounds is not None and r.confidence is not None:

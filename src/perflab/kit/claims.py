@@ -48,7 +48,8 @@ class Claim:
     smaller effect), `fixed` ("holds" reads "fixed": the claim is that a cost is removed), `setup` (the parameters
     and device type it is about), `source` (where it comes from: "seed 002", "issue 13"), `metric` (what is measured
     here, in words), `why_not` (why it cannot be tested elsewhere), `unit` (how its number reads: "x" for a ratio,
-    "%" for a share given as a fraction, "GiB", "ms", "" for a bare count) and `measured_by` (the function that
+    "%" for a share given as a fraction, "GiB", "ms", "" for a bare count, "bool" for a pass/fail claim judged as 1
+    against at_least=1: it reads "yes"/"no") and `measured_by` (the function that
     measures it, named from the study's package: "study.decide_recycle"; `Claims.measurer` finds it)."""
     key: str
     text: str
@@ -107,6 +108,8 @@ class Claim:
     @property
     def rule_text(self) -> str:
         """'>= 3x (partly: >= 1.05x)', '>= 70%', '<= 0.88 ms': the thresholds in the claim's unit."""
+        if self.unit == "bool":  # a pass/fail claim: 1 against >= 1 ("yes"), or 0 against <= 0 ("no")
+            return "yes" if self.at_least is not None else "no"
         side = ">=" if self.at_least is not None else "<="
         t = f"{side} {with_unit(self.at_least if self.at_least is not None else self.at_most, self.unit)}"
         return t + (f" (partly: {side} {with_unit(self.partly, self.unit)})" if self.partly is not None else "")

@@ -56,8 +56,11 @@ def _sep(unit: str) -> str:
 
 def with_unit(x, unit: str = "", measured: bool = False) -> str:
     """A number in a claim's unit: with_unit(3, "x") -> '3x', with_unit(0.7, "%") -> '70%' (a share is kept as a
-    fraction, shown as a percentage), with_unit(0.88, "ms") -> '0.88 ms'; a threshold to 4 figures as claims write
-    them, a measured number (`measured`) as `num` writes it ('3.41x', '81.0%')."""
+    fraction, shown as a percentage), with_unit(0.88, "ms") -> '0.88 ms', with_unit(1, "bool") -> 'yes' (a pass/fail
+    claim, judged as 1 against >= 1); a threshold to 4 figures as claims write them, a measured number (`measured`) as
+    `num` writes it ('3.41x', '81.0%')."""
+    if unit == "bool":
+        return "yes" if float(x) >= 1 else "no"
     v = _in_unit(x, unit)
     text = num(v, True) if measured else (f"{v:.4g}" if math.isfinite(v) and abs(v) < 1000 else num(v))
     return text + _sep(unit)
@@ -66,6 +69,8 @@ def with_unit(x, unit: str = "", measured: bool = False) -> str:
 def value_text(value, low, high, unit: str = "") -> str:
     """A measured value and its interval in a claim's unit: '3.41x [3.20, 3.64]', '81.0% [76.1, 86.4]',
     '1.69 GiB [1.60, 1.75]'; a number without spread (low == high: a count) as it is: '0', '23.8%'."""
+    if unit == "bool":
+        return with_unit(value, unit) if low == high == value else f"{with_unit(low, unit)}-{with_unit(high, unit)}"
     if low == high == value:
         v = _in_unit(value, unit)
         return (num(v) if float(v).is_integer() else num(v, True)) + _sep(unit)
