@@ -7,13 +7,15 @@
 Each module runs in its own folder, .mutation/<module>/ (ignored): mutmut copies src/ and tests/ into its mutants/
 there, so the checkout and anyone testing in it are untouched. A module's run keeps its results: run it again after
 adding tests and only its survivors are tried again (mutmut keeps what was killed). Results go to
-outputs/mutation/<short commit>/: <module>.json (every mutant's status, a survivor's diff) and REPORT.md, which
+outputs/mutation/<short commit>/: <module>.json.gz (every mutant's status, a survivor's diff; gzipped: the tree travels
+to GPU hosts), REPORT.md (the table and the notes) and NOT-KILLED.md.gz (each mutant not killed, with its diff), which
 reads mutation/equivalent.toml (mutant name -> why no test can tell it from the original).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import json
 import os
 import shutil
@@ -155,8 +157,21 @@ def save(name: str, work: Path, out: Path) -> None:
     for key, diff in diffs(work, source, left).items():
         rows[key]["diff"] = diff
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps({"module": name, "source": source, "tests": tests, "fast": FAST, "commit": short_commit(),
-                                                  "mutants": rows}, indent=1) + "\n")
+    data = json.dumps({"module": name, "source": source, "tests": tests, "fast": FAST, "commit": short_commit(),
+                       "mutants": rows}, indent=1) + "\n"
+    with gzip.GzipFile(out / f"{name}.json.gz", "wb", mtime=0) as z:
+        z.write(data.encode())
+    (out / f"{name}.json").unlink(missing_ok=True)   # an earlier run's, before the runs were kept gzipped
+
+
+def runs(out: Path) -> list[dict]:
+    """The modules' runs kept in `out`: <module>.json.gz (or an older <module>.json)."""
+    found = {}
+    for path in sorted(out.glob("*.json")) + sorted(out.glob("*.json.gz")):
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+        data = json.loads(text)
+        found[data["module"]] = data
+    return [found[k] for k in sorted(found)]
 
 
 _DIFFS = """
@@ -197,8 +212,7 @@ def report(out: Path) -> Path:
              "| kill rate |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     details = []
-    for path in sorted(out.glob("*.json")):
-        data = json.loads(path.read_text())
+    for data in runs(out):
         name, rows = data["module"], data["mutants"]
         eq = equivalent.get(name, {})
         count = {s: 0 for s in ("killed", "timeout", "survived", "no tests", "equivalent", "cosmetic", "not checked",
@@ -223,10 +237,14 @@ def report(out: Path) -> Path:
     notes = ROOT / "mutation" / "notes.md"   # what the table cannot say: runs not made, targets not met, planted bugs
     if notes.exists():
         lines += ["", notes.read_text().strip()]
-    lines += ["", "## Not killed", ""]
+    bulk = ["# Not killed", "", f"The mutants of {out.relative_to(ROOT)}/REPORT.md that no test killed, with their diffs.", ""]
     for _name, key, status, reason, diff in details:
-        lines.append(f"### {key}: {status}" + (f" ({reason})" if reason else ""))
-        lines += ["```diff", diff.strip(), "```", ""]
+        bulk.append(f"### {key}: {status}" + (f" ({reason})" if reason else ""))
+        bulk += ["```diff", diff.strip(), "```", ""]
+    with gzip.GzipFile(out / "NOT-KILLED.md.gz", "wb", mtime=0) as z:
+        z.write(("\n".join(bulk) + "\n").encode())
+    lines += ["", "## Not killed", "", f"{len(details)} mutants, each with its diff: `NOT-KILLED.md.gz` beside this report "
+              "(`zcat`), written with it by `mutation/mutate.py --report`."]
     (out / "REPORT.md").write_text("\n".join(lines) + "\n")
     return out / "REPORT.md"
 

@@ -7,11 +7,11 @@ most 3 claims decided in one and not the other, "within noise" for at most 10% o
 A judged claim: one with a verdict other than "not tested here". Decided: holds / partly holds / does not hold /
 fixed. Contradictory: holds (or fixed, partly holds) in one run and does not hold in the other."""
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
 
+from perflab.kit.results import read_rows
 from perflab.runner.battery import background_load
 
 DECIDED = {"holds", "fixed", "partly holds", "does not hold"}
@@ -19,7 +19,7 @@ DECIDED = {"holds", "fixed", "partly holds", "does not hold"}
 
 def claims(folder: Path) -> dict:
     """{(study, claim key): row} of the latest execution of each study in `folder`'s results.jsonl."""
-    rows = [json.loads(x) for x in (folder / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = read_rows(folder)   # results.jsonl, or the results.jsonl.gz kept in outputs/verdicts/
     last = {}
     for r in rows:
         if r.get("kind") == "claim":

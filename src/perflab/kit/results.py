@@ -165,13 +165,30 @@ class ResultsLog:
         return to_table(self.rows(**match))
 
 
-def read_rows(path: str | os.PathLike, counter: ResultsLog | None = None) -> list[dict]:
-    """Parse a results file, skipping (and counting) lines a crash left incomplete."""
+def results_file(path: str | os.PathLike) -> Path:
+    """The rows file a path names: `path` itself, or beside it `path.gz` where only that is there (committed evidence
+    is kept gzipped: `results.jsonl.gz`); a folder stands for its `results.jsonl`."""
     path = Path(path)
+    if path.is_dir():
+        path = path / "results.jsonl"
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
+def read_rows(path: str | os.PathLike, counter: ResultsLog | None = None) -> list[dict]:
+    """Parse a results file (`results_file`: a gzipped one too), skipping (and counting) lines a crash left
+    incomplete."""
+    path = results_file(path)
     if not path.exists():
         return []
     rows, bad = [], 0
-    for line in path.read_text(errors="replace").splitlines():
+    if path.suffix == ".gz":
+        import gzip
+
+        text = gzip.decompress(path.read_bytes()).decode(errors="replace")
+    else:
+        text = path.read_text(errors="replace")
+    for line in text.splitlines():
         if not line.strip():
             continue
         try:

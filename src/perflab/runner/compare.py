@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..kit.formatting import fmt_seconds, sig
-from ..kit.results import executions, latest, latest_judged, read_rows
+from ..kit.results import executions, latest, latest_judged, read_rows, results_file
 
 IGNORED_PARAMS = ("out_dir",)
 
 
 def load_rows(path: str | Path) -> list[dict]:
     """Every row of a run folder (its results.jsonl) or of a results file."""
-    p = Path(path)
-    f = p / "results.jsonl" if p.is_dir() else p
+    f = results_file(path)
     if not f.is_file():
-        raise FileNotFoundError(f"no results at {f} (expected a run folder holding results.jsonl, or the file)")
+        raise FileNotFoundError(f"no results at {f} (expected a run folder holding results.jsonl or results.jsonl.gz, "
+                                "or the file)")
     return read_rows(f)
 
 
