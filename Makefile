@@ -55,14 +55,14 @@ run: setup
 	$(VENV)/bin/perflab run --out $(OUT)
 
 test: setup
-	$(VENV)/bin/ruff check src tests notebooks
+	$(VENV)/bin/ruff check src tests notebooks tools
 	$(PY) -m pytest -q -m "not wheel" tests
 	@$(MAKE) --no-print-directory nbval
 
 # the edit loop (under 2 minutes on a 2-core CPU): what is marked slow (a notebook executed, a compile with inductor, a
 # sweep; > ~1.5 s each), the wheel, Slurm, the browser and nbval are left to make test
 test-fast: setup
-	$(VENV)/bin/ruff check src tests notebooks
+	$(VENV)/bin/ruff check src tests notebooks tools
 	$(PY) -m pytest -q -m "not slow and not wheel and not slurm and not browser" tests
 
 # the wheel in a fresh venv outside the checkout, then a new study to a report (docs/new-study.md): ~1.5-2 min, after

@@ -12,11 +12,13 @@
 #                                              # CUDA is needed: it must stop there with "no CUDA" after the wheels,
 #                                              # kernel spec, imports and the runner's plan, and what it leaves in $OUT
 #                                              # must come back (make test runs it: tests/runner/test_gpu_window.py)
-#   bash tools/gpu-session.sh prepare          # empties .whl/, brings the wheels the GPU image lacks into it
-#                                              # (../shared/tools/device-wheels.sh; nbval and coverage, which nbval's
-#                                              # pytest plugin imports), checks that they install offline for the
-#                                              # host's Python 3.12, one version each, and writes .whl/COMMIT (the
-#                                              # commit the copy is made of: the copy has no .git)
+#   bash tools/gpu-session.sh prepare          # empties .whl/, fetches the pinned wheels the GPU image lacks
+#                                              # (tools/gpu-wheels.txt; tools/gpu-image.txt: what the image has) for
+#                                              # CPython 3.11, 3.12 and 3.13 (pure ones in .whl/, binary ones in
+#                                              # .whl/cpXY/), checks that each Python's set is closed under its
+#                                              # requirements with the image's packages and installs offline, one
+#                                              # version each, and writes .whl/COMMIT (the commit the copy is made
+#                                              # of: the copy has no .git)
 # There, one call each (carry .whl and .gpu-res; timeout_s 600):
 #   bash tools/gpu-session.sh smoke            # the quick GPU tests + all six notebooks on params/gpu-smoke/
 #   bash tools/gpu-session.sh tests            # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;
@@ -28,8 +30,8 @@
 # 2 the start failed (wheels, kernel, imports, no CUDA: the reason on the lines above), 3 a part was cut by the
 # deadline (the next call goes on from there). Nothing can hold the machine past the deadline: each notebook cell and
 # each GPU test has a limit sized from the estimate (perflab.runner.estimate; papermill's execution_timeout,
-# perflab.runner.testguard), a notebook whose estimate does not fit in what is left is not started (the call's first
-# always is), the one running at the runner's deadline is stopped at its cell, and timeout(1) stops the runner 15 s
+# pytest-timeout), every child of the call has a limit (timeout(1) here, the runner's own), a notebook whose estimate
+# does not fit in what is left is not started (the call's first always is), the one running at the runner's deadline is stopped at its cell, and timeout(1) stops the runner 15 s
 # later. $OUT gets res.tgz (the run folders: results, REPORT.md, window.jsonl), log.txt (this call's log) and
 # cache*.tgz (compile caches, newest first, each under the 16 MiB a file that comes
 # back). The call first unpacks .gpu-res/ (the last call's, never over newer files), so every notebook (and test
@@ -55,7 +57,8 @@ PACK_S=${GPU_SESSION_PACK_S:-40}             # of which kept for packing and the
 MAX_MIB=${GPU_SESSION_MAX_MIB:-16}           # the largest file that comes back from $OUT
 MAX=$((MAX_MIB * 1024 * 1024))
 CACHE_PARTS=${GPU_SESSION_CACHE_PARTS:-2}    # cache files at most (8 files and 64 MiB come back; 64 MiB travel in)
-window() { PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m perflab.runner.window "$@"; }  # its helpers
+# the window tooling beside this script (tools/gpuwindow), on the host's Python; each with a limit of its own
+window() { PYTHONPATH="$here/tools:$here/src${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 120 "$PY" -m gpuwindow "$@"; }
 seed() {  # the previous call's folder and caches: what it finished is not run again
   for t in .gpu-res/res.tgz .gpu-res/cache*.tgz; do
     [ -f "$t" ] && mkdir -p "$R" && tar -xzf "$t" -C "$base" --skip-old-files --exclude="$name/log.txt" \
@@ -70,9 +73,9 @@ pack() {  # what finished, into $OUT: every file under the limit that comes back
   echo "res.tgz: $((size / 1024)) KiB (the limit is $MAX_MIB MiB a file)"
   [ "$size" -gt $MAX ] && echo "res.tgz is over $MAX_MIB MiB: it will not come back" >&2
   # the compile caches, newest entries first, in at most $CACHE_PARTS files under the limit and within what the next
-  # call's carry leaves of its 64 MiB (perflab.runner.window.cache_budget: this tree, res.tgz, what bring unpacks);
-  # what does not fit is left out and compiled again by the next call (perflab.runner.compile_cache.pack_cache)
-  room=$(PYTHONPATH="$here/src" "$PY" -m perflab.runner.window cache-budget "$OUT/res.tgz" --root .) || room=0
+  # call's carry leaves of its 64 MiB (gpuwindow.carry.cache_budget: this tree, res.tgz, what bring unpacks);
+  # what does not fit is left out and compiled again by the next call (gpuwindow.cache.pack_cache)
+  room=$(window cache-budget "$OUT/res.tgz" --root .) || room=0
   echo "room for compile caches in the next call's carry: $room MiB"
   window pack-cache "$R" "$OUT" --limit-mib "$MAX_MIB" --parts "$CACHE_PARTS" --total-mib "$room" \
     || echo "pack-cache failed" >&2
@@ -96,14 +99,15 @@ call() {  # one step of a window, start to summary: smoke | tests [PART] | full 
     local rc=$1 sum
     commit=$(cat .whl/COMMIT 2>/dev/null || echo unknown)
     kind=$(cd "$R" && ls -d */"${commit:0:7}"* 2>/dev/null | head -1 | cut -d/ -f1)
-    [ -n "$kind" ] || [ "$ran" = 1 ] || kind=$(PYTHONPATH="$here/src" "$PY" -c "from perflab.kit.env import device_kind, pick_device
-print(device_kind(pick_device('cuda')))" 2>/dev/null)  # a start that failed before the runner named its folder
+    # a start that failed before the runner named its folder: the kind asked of CUDA, within a minute
+    [ -n "$kind" ] || [ "$ran" = 1 ] || kind=$(PYTHONPATH="$here/src" timeout -k 5 60 "$PY" -c "from perflab.kit.env import device_kind, pick_device
+print(device_kind(pick_device('cuda')))" 2>/dev/null)
     # what bring needs to file this call's log.txt under outputs/<gpu kind>/<commit>/gpu-check.log
     echo "window=$PERFLAB_WINDOW kind=${kind:-unknown-gpu} commit=${commit:0:7}$(case $commit in *-dirty) echo -dirty ;; esac) rc=$rc" > "$R/CALL"
     pack > "$R/pack.txt" 2>&1; cat "$R/pack.txt"; cat "$R/pack.txt" >> "$log"; cp "$log" "$OUT/log.txt"
     echo "== bash tools/gpu-session.sh $what: ${PERFLAB_WINDOW}, $((SECONDS - t0)) s of the ${DEADLINE} s deadline"
     if [ "$rc" = 2 ]; then sum=2; else
-      PYTHONPATH="$here/src" "$PY" -m perflab.runner.window summary "$R"; sum=$?
+      window summary "$R"; sum=$?
     fi
     [ "$sum" = 0 ] && [ "$rc" != 0 ] && sum=1   # a runner that failed outside a part (its report, say)
     echo "exit $sum (0 ok, 1 a part failed, 2 the start failed, 3 cut by the deadline: call again to go on)"
@@ -112,17 +116,27 @@ print(device_kind(pick_device('cuda')))" 2>/dev/null)  # a start that failed bef
   fail() { say "START FAILED ($1): $2"; finish 2; }
   say "$PERFLAB_WINDOW: python3 -m ${args[*]}${tests:+ (GPU tests: the $tests part)}; deadline $DEADLINE s"
   [ -f .whl/COMMIT ] || fail wheels "no .whl/COMMIT: run 'bash tools/gpu-session.sh prepare' here and carry .whl"
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
-    >> "$log" 2>&1 || fail wheels "pip could not install .whl/ offline: $(tail -1 "$log")"
-  PYTHONPATH=$SITE "$PY" -m ipykernel install --prefix "$KERNELS" --name perflab --display-name "Python (perflab)" \
-    >> "$log" 2>&1 || fail kernel "ipykernel install: $(tail -1 "$log")"
+  # the host's CPython picks its set: .whl/*.whl (pure) and .whl/cpXY/ (binary), fetched for 3.11-3.13 by prepare
+  tag=$(timeout -k 5 30 "$PY" -c 'import sys; print("cp%d%d" % sys.version_info[:2])' 2>>"$log") \
+    || fail wheels "$PY does not answer: $(tail -1 "$log")"
+  say "$("$PY" -V 2>&1) at $(command -v "$PY" || echo "$PY"): the wheels of .whl/ and .whl/$tag/"
+  [ -d ".whl/$tag" ] || fail wheels "no wheels for $("$PY" -V 2>&1) (.whl/$tag/): prepare fetched $(cd .whl && ls -d cp* 2>/dev/null | tr '\n' ' ')"
+  shopt -s nullglob; local whls=(.whl/*.whl ".whl/$tag"/*.whl); shopt -u nullglob
+  timeout -k 5 120 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+    "${whls[@]}" >> "$log" 2>&1 || fail wheels "pip could not install .whl/ offline: $(tail -1 "$log")"
+  PYTHONPATH=$SITE timeout -k 5 60 "$PY" -m ipykernel install --prefix "$KERNELS" --name perflab \
+    --display-name "Python (perflab)" >> "$log" 2>&1 || fail kernel "ipykernel install: $(tail -1 "$log")"
   rm -rf "$WORK" && mkdir -p "$WORK" && cp -r . "$WORK"/ && rm -rf "$WORK/.whl" "$WORK/.gpu-res" \
     || fail copy "could not copy the tree to $WORK"
   seed >> "$log"
   export PYTHONPATH=$SITE:$WORK/src PYTHONUNBUFFERED=1 JUPYTER_PATH=$KERNELS/share/jupyter MPLBACKEND=Agg \
          PATH=$SITE/bin:$PATH PERFLAB_COMMIT=$(cat .whl/COMMIT) PERFLAB_GPU_TESTS=$tests
-  (cd "$WORK" && "$PY" -c "import perflab.runner.cli, papermill, nbclient, ipykernel, nbval") >> "$log" 2>&1 \
+  # every module the notebooks, the package and the tests import (torch and the image's packages too), one by one:
+  # a broken or missing one stops the call here within seconds, named, before six notebooks fail on it
+  (cd "$WORK" && PYTHONPATH=$PYTHONPATH:$WORK/tools timeout -k 5 120 "$PY" -m gpuwindow imports --root .) >> "$log" 2>&1 \
     || fail imports "$(tail -1 "$log")"
+  (cd "$WORK" && timeout -k 5 60 "$PY" -c "import perflab.runner.cli") >> "$log" 2>&1 || fail imports "$(tail -1 "$log")"
+  say "$(grep '^imports:' "$log" | tail -1 | cut -c1-150)"
   local left=$((DEADLINE - PACK_S - (SECONDS - t0)))
   [ "$left" -gt 30 ] || fail time "only $left s left for the runner after the start"
   say "started; the runner stops by itself at $((SECONDS - t0 + left - 15)) s, and is stopped at $((SECONDS - t0 + left)) s"
@@ -138,43 +152,42 @@ print(device_kind(pick_device('cuda')))" 2>/dev/null)  # a start that failed bef
 }
 case "$cmd" in
 prepare)
-  if [ -x ../shared/tools/device-wheels.sh ]; then
-    rm -rf .whl  # exactly one version of each wheel: nothing left from an earlier prepare (two stop the install)
-    ../shared/tools/device-wheels.sh nbval coverage || { echo "prepare: device-wheels.sh failed" >&2; exit 1; }
-  else
-    echo "no ../shared/tools/device-wheels.sh: bring papermill's wheels (and nbval, coverage) into .whl/ yourself;" \
-         "checking what is there" >&2
-  fi
-  mkdir -p .whl
-  window wheels .whl || { echo "prepare: keep one version of each wheel in .whl/" >&2; exit 1; }
-  # what a call does there, into a clean folder here, for the host's interpreter (CPython 3.12, x86-64 Linux)
-  tmp=$(mktemp -d)
+  py=python3; [ -x "$here/.venv/bin/python" ] && py=$here/.venv/bin/python   # pip and packaging (make setup's venv)
+  # exactly one version of each wheel: .whl/ is emptied first (two stop the install there)
+  PYTHONPATH="$here/tools:$here/src" "$py" -m gpuwindow wheels fetch .whl ${GPU_SESSION_PINS:+--pins "$GPU_SESSION_PINS"} \
+    ${GPU_SESSION_IMAGE:+--image "$GPU_SESSION_IMAGE"} \
+    || { echo "prepare: the wheels are not complete or not closed: the call would stop there" >&2; exit 1; }
+  # what a call does there, into a clean folder here, for each host interpreter the set covers (x86-64 Linux)
   plat=()
-  for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64 \
-           manylinux_2_24_x86_64 manylinux_2_31_x86_64 manylinux_2_34_x86_64 manylinux_2_35_x86_64 linux_x86_64; do
-    plat+=(--platform "$p")
+  for n in 17 24 26 27 28 31 34 35 39; do plat+=(--platform "manylinux_2_${n}_x86_64"); done
+  plat+=(--platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform linux_x86_64)
+  for d in .whl/cp3*; do
+    v=${d##*/cp3}; tmp=$(mktemp -d)
+    shopt -s nullglob; whls=(.whl/*.whl "$d"/*.whl); shopt -u nullglob
+    if ! PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+           --only-binary=:all: --python-version "3.$v" --implementation cp "${plat[@]}" --target "$tmp" "${whls[@]}"; then
+      rm -rf "$tmp"; echo "prepare: the wheels for Python 3.$v do not install offline: the call would stop there" >&2; exit 1
+    fi
+    rm -rf "$tmp"
+    echo "Python 3.$v: ${#whls[@]} wheels install offline into a clean folder"
   done
-  if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --only-binary=:all: \
-         --python-version 3.12 --implementation cp "${plat[@]}" --target "$tmp" .whl/*.whl; then
-    rm -rf "$tmp"; echo "prepare: the wheels in .whl/ do not install offline: the call would stop there" >&2; exit 1
-  fi
-  echo "the wheels install offline into a clean folder ($(ls .whl/*.whl | wc -l) wheels, $(du -sh .whl | cut -f1))"
-  rm -rf "$tmp"
+  echo "the wheels: $(du -sh .whl | cut -f1) for CPython $(cd .whl && ls -d cp3* | sed 's/cp3/3./' | tr '\n' ' ')"
   sha=$(git rev-parse HEAD) || exit 1
   [ -n "$(git status --porcelain --untracked-files=no)" ] && sha="$sha-dirty"
   echo "$sha" > .whl/COMMIT && echo "prepared .whl/ for commit $sha"
   # what the call will carry (tree + .whl + .gpu-res), refused here when over the 64 MiB that travel
-  PYTHONPATH="$here/src" python3 -m perflab.runner.window carry || { echo "prepare: the call would be refused" >&2; exit 1; }
+  PYTHONPATH="$here/tools:$here/src" "$py" -m gpuwindow carry || { echo "prepare: the call would be refused" >&2; exit 1; }
   ;;
 rehearse)  # here, without a GPU: a call on a copy of the tree as it travels, up to where CUDA is needed
   t0=$SECONDS what=${1:-smoke}
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-rehearsal.XXXXXX")
   py=${GPU_SESSION_PYTHON:-$here/.venv/bin/python}   # there python3 has torch; here the venv's stands for it
-  helper() { PYTHONPATH="$here/src" "$py" -m perflab.runner.window "$@"; }
+  helper() { PYTHONPATH="$here/tools:$here/src" "$py" -m gpuwindow "$@"; }
   helper travel "$tmp/tree" --root . || { echo "rehearse: FAILED: the call would be refused (its carry)"; exit 1; }
-  if [ ! -f "$tmp/tree/.whl/COMMIT" ] || ! "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then
-    # the host's wheels are for CPython 3.12 (prepare checks the set): else a stand-in wheel goes through the step
-    rm -rf "$tmp/tree/.whl" && mkdir -p "$tmp/tree/.whl"
+  tag=$("$py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  if [ ! -f "$tmp/tree/.whl/COMMIT" ] || [ ! -d "$tmp/tree/.whl/$tag" ]; then
+    # no prepared set for this Python (prepare fetches 3.11-3.13): a stand-in wheel goes through the install step
+    rm -rf "$tmp/tree/.whl" && mkdir -p "$tmp/tree/.whl/$tag"
     "$py" - "$tmp/tree/.whl/perflab_rehearsal-0-py3-none-any.whl" <<'WHEEL'
 import sys
 import zipfile
@@ -189,7 +202,7 @@ WHEEL
     sha=$(git rev-parse HEAD 2>/dev/null || echo unknown)
     [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && sha="$sha-dirty"
     echo "$sha" > "$tmp/tree/.whl/COMMIT"
-    echo "rehearse: a stand-in wheel for .whl/ (none here, or $py is not CPython 3.12): the install step runs, not the real set"
+    echo "rehearse: a stand-in wheel for .whl/ (none prepared here for $tag): the install step runs, not the real set"
   fi
   (cd "$tmp/tree" && env -u PYTHONPATH GPU_SESSION_RES="$tmp/res" OUT="$tmp/out" GPU_SESSION_SITE="$tmp/site" \
      GPU_SESSION_KERNELS="$tmp/jk" GPU_SESSION_WORK="$tmp/w" GPU_SESSION_PYTHON="$py" PIP_NO_INDEX=1 \
@@ -235,7 +248,7 @@ bring)
     || tar -xzOf "$from/res.tgz" res/log.txt; } >> "$log" && echo "$log: this call's log ($call)"
   tar -tzf "$from/res.tgz" | grep -E '^res/[^/]+/[^/]+/REPORT.md$' | sed 's|^res/|outputs/|'
   echo "for the next call carry .whl and .gpu-res"
-  PYTHONPATH="$here/src" python3 -m perflab.runner.window carry  # the next call's carry, against its 64 MiB
+  PYTHONPATH="$here/tools:$here/src" python3 -m gpuwindow carry  # the next call's carry, against its 64 MiB
   ;;
 *) echo "usage: gpu-session.sh prepare | rehearse [STEP ...] | smoke | tests [quick|compiled|all] | full [--tests] [NAME ...] [--redo] | bring DIR" >&2
    exit 2 ;;

@@ -31,7 +31,7 @@ def test_parameters_cell_matches_the_dataclass(name):
     assert not problems, "\n".join(problems)  # the whole message, not cut
 
 
-@pytest.mark.parametrize("preset", ["gpu", "gpu-smoke"])
+@pytest.mark.parametrize("preset", ["gpu", "gpu-h200", "gpu-smoke"])
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))
 def test_gpu_preset_is_valid(name, preset):
     [(_, _, params)] = plan([name], preset=preset)   # refuses unknown names and wrong types

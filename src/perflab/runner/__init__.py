@@ -1,6 +1,5 @@
 """The `perflab` command, bottom to top (each imports the kit, the studies and the modules before it):
 
-    testguard       a per-test time limit (a pytest plugin the GPU tests run under; imports nothing of perflab)
     execute         one notebook through papermill, and how it ended (ok, failed at a cell, interrupted)
     schemas         which parameter dataclass a notebook validates against (read from its code)
     catalog         the study notebooks: find, inspect, plan, run a set, refresh
@@ -16,10 +15,13 @@
     pages           `perflab pages`: README's headlines and docs/results.md's evidence, from a recorded refresh
     battery         claims of known truth: a verdict rule's error rate on this machine
     simulate        a simulated machine for the verdicts' rare errors (`perflab battery --simulate`)
-    compile_cache   a GPU window's compile caches: kept in the run folder, packed to come back under the limit
-    window          a GPU window's calls: the host's limits, each part's outcome, the call's summary
-    estimate        a GPU window's calls estimated from what they run (counted from the code), and their limits
+    deadline        `perflab gpu-check`'s deadline (a hard stop for everything) and each part's outcome (window.jsonl)
+    estimate        a notebook's and a GPU test part's seconds on a GPU, counted from the code, and their limits
     gpu_tests       `pytest -m gpu` in parts: each part's log, an earlier pass at this commit, REPORT.md's lead
-    gpucheck        `perflab gpu-check`: the GPU tests, then the notebooks step, one folder of evidence
+    gpucheck        `perflab gpu-check`: the GPU tests, then the notebooks step, one folder of evidence (and its
+                    compile caches); the preset of the card it finds
     cli             the argument parser: each command parses, then calls one function above
+
+A lent GPU window's tooling for a copy of the tree (what travels and comes back, the compile caches packed, the wheels,
+the calls' estimate) is not the package's: tools/gpuwindow/, beside tools/gpu-session.sh.
 """

@@ -108,6 +108,32 @@ def preset_file(preset: str, name: str, p_dir: Path | None = None, nb_dir: Path 
     return f if f.is_file() else None
 
 
+BASE_KEY = "base"  # a preset file's `base: gpu`: that preset's file for the notebook first, then this one's keys
+
+
+def kind_preset(preset: str | None, kind: str, p_dir: Path | None = None, nb_dir: Path | None = None) -> str | None:
+    """The preset for this card: `<preset>-<kind>` (params/gpu-h200/ for `gpu` on an H200) where that folder exists,
+    else `preset` itself (a preset named by its folder's path is kept as given)."""
+    base = Path(p_dir) if p_dir else params_dir(nb_dir)
+    if not preset or not kind or not (base / preset).is_dir():
+        return preset
+    return f"{preset}-{kind}" if (base / f"{preset}-{kind}").is_dir() else preset
+
+
+def load_preset_file(f: Path, seen: tuple = ()) -> dict[str, Any]:
+    """A preset file's parameters, with its `base:` preset's file for the same notebook under them (a card's preset
+    says only what differs from the preset it extends: params/gpu-h200/ from params/gpu/)."""
+    data = load_preset(f)
+    base = data.pop(BASE_KEY, None)
+    if base is None:
+        return data
+    parent = f.parent.parent / str(base) / f.name
+    if not parent.is_file() or parent.resolve() in seen:
+        raise ParameterError(f"{f}: base {base!r} has no {parent.relative_to(f.parent.parent)} to extend"
+                             if not parent.is_file() else f"{f}: base {base!r} extends itself")
+    return {**load_preset_file(parent, (*seen, f.resolve())), **data}
+
+
 def collect(name: str, path: Path, *, preset: str | None = None,
             overrides: dict[str, Any] | list[str] | None = None, p_dir: Path | None = None) -> dict[str, Any]:
     """A notebook's parameters from a preset file, then overrides (a dict, or `-p` texts such as
@@ -119,7 +145,7 @@ def collect(name: str, path: Path, *, preset: str | None = None,
     if preset:
         f = preset_file(preset, name, p_dir, path.parent)
         if f is not None:
-            params.update(load_preset(f))
+            params.update(load_preset_file(f))
     params.update(overrides or {})
     return params
 

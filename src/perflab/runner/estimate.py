@@ -1,19 +1,18 @@
-"""How long a GPU window's calls take, from what they run: the counts the runner reads from the code, times unit costs.
-
-    python -m perflab.runner.estimate            # the calls table, the smoke's counts, the quick tests' counts
-    python -m perflab.runner.estimate --write    # ... written into params/gpu-smoke/ESTIMATE.md between its markers
+"""How long a notebook and a part of the GPU tests take on a GPU, from what they run, and the limits gpu-check applies.
 
 Counted here, from the code as it is (nothing executed): each smoke notebook's code cells, the claims it judges on
 CUDA at its preset (`Claim.off_setup(cfg, "cuda")` empty; the "GPU-only" ones name `device: cuda`, so a CPU proxy
 never decides them), the preset's `verdict_time` (a timed claim's budget, its warm-up included), and the GPU tests
-of each part (`window.QUICK_GPU_TESTS`, and every other `-m gpu` test). The unit costs below are estimates with
+of each part (`deadline.QUICK_GPU_TESTS`, and every other `-m gpu` test). The unit costs below are estimates with
 their basis (nothing has run on a GPU since 1a70d9c): the first smoke's REPORT.md and window.jsonl replace them.
 
 A smoke notebook: KERNEL_S + its imports cell + its work (WORK_S: the hand estimate's cells after the imports,
 verdicts left out) + each claim judged on CUDA at most `verdict_time` (an upper bound: a claim decided by a count
-costs no rounds). A full notebook: FULL_S, the hand estimate with its verdicts. The calls: START_S + RUNNER_S + the
-tests + the notebooks + PACK_S, packed into calls that end by the deadline (`window.DEADLINE_S`). The limits the
-runner applies come from the same numbers: a cell CELL_FACTOR x the largest notebook of its call, a test its part.
+costs no rounds). A full notebook: FULL_S[preset], the hand estimate with its verdicts, one table per card's preset
+(`params/gpu/`: an H100's; `params/gpu-h200/`: an H200's). `perflab gpu-check` starts a notebook only where its estimate
+fits before the deadline (`perflab.runner.deadline`) and stops a cell at CELL_FACTOR x the largest notebook of its
+call, a test at its part's estimate. The calls of a window, packed from these numbers (params/gpu-smoke/ESTIMATE.md's
+table), are the window tooling's: `python -m gpuwindow estimate` beside tools/gpu-session.sh.
 """
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ import functools
 import importlib
 import math
 import re
-import sys
 from pathlib import Path
 
 # ---- unit costs: seconds on one H100, cold (estimates, with their basis) -------------------------------------------
@@ -33,32 +31,31 @@ IMPORTS_DEFAULT_S = 11.1                                   # the slowest of them
 WORK_S = {"01_profile_probe1d": 11, "02_slab_stats": 27, "03_eval": 32, "04_early_exit": 24, "05_vae_sync": 31,
           "06_latentwire_amp": 43}  # ESTIMATE.md at e2394dc, "the smoke, step by step", fixed costs and verdicts out
 CELL_S = 3.0          # a code cell after the imports, for a smoke notebook WORK_S does not list (assumed)
-FULL_S = {"03_eval": 285, "01_profile_probe1d": 235, "05_vae_sync": 340, "04_early_exit": 190, "02_slab_stats": 440,
-          "06_latentwire_amp": 420}  # ESTIMATE.md's full presets, window by window (hand, verdicts included); 02 and 06
+FULL_H100_S = {"03_eval": 285, "01_profile_probe1d": 235, "05_vae_sync": 340, "04_early_exit": 190, "02_slab_stats": 440,
+               "06_latentwire_amp": 420}  # ESTIMATE.md's full presets, window by window (hand, verdicts included); 02, 06
 # re-estimated from 1a70d9c's H100 run after their presets were cut to fit one call's runner (473 s): 02 took 473 s
 # there with max_run_time 10, 231 s of it in the two sweep cells that max_run_time bounds; at 5 s they take about half
 # (-115 s), its 4 timed verdicts at 20 s add ~80 s: ~440. 06 took 422 s with min/max_run_time 1/5 (its preset now 1/4),
 # 210 s of it in loss curves of 1,024 samples (256 now: ~53 s); its verdicts (~10 timed, 8 s) and the compiled
 # variant's inductor compile add ~140 s: ~420. Estimates, not measured.
-START_S = 12          # in the call: pip install of the 42 wheels (15 MiB), the kernel spec, the copy of the tree
-PACK_S = 6            # in the call: res.tgz, the caches, the summary
-TRANSFER_S = 10       # outside the command's limit, inside the device time: the tree in, $OUT back (assumed)
+# params/gpu-h200/: the H100's presets where memory does not bound the work (01, 03 but its search, 04, 05: the same
+# seconds: an H200 computes at an H100's rates, its memory 1.4x faster), and what its memory adds: 02 one more row
+# point (524,288 rows: a baseline slab ~2.4 s, twice 262,144's ~1.2 s, over ~4 rounds a side and the optimized side,
+# +40 s) at max_run_time 4 instead of 5 (its two sweep cells ~115 s at 5 s, ~92 at 4: -23 s); 03's search at twice
+# the rows per step (the same candidates in half the chunks: +0 s, assumed); 06 one more sweep batch (1024: ~2x
+# batch 512's step of ~0.1 s, timed 4 s a bf16 setting, 2 settings, +10 s with its warm-up). Estimates, not measured.
+FULL_H200_S = {**FULL_H100_S, "02_slab_stats": FULL_H100_S["02_slab_stats"] + 40 - 23,
+               "06_latentwire_amp": FULL_H100_S["06_latentwire_amp"] + 10}
+FULL_S = {"gpu": FULL_H100_S, "gpu-h200": FULL_H200_S}   # the full presets by name: seconds of each notebook
 RUNNER_S = 11         # gpu_kind's child (torch import, CUDA init), the plan, the report: 1a70d9c's imports
 COLLECT_S = 5         # pytest's collection of the quick part's files (1a70d9c: 9.5 s for the whole suite's)
 CUDA_INIT_S = 2       # the tests' CUDA context
 TEST_S = 2.1          # a quick test's body: ESTIMATE.md's ~30 s for 14
 COMPILED_S = 280      # the compiled part (inductor, CUDA graphs, torchrun, the new study, nbval): ESTIMATE.md's table
-SCRIPT_PACK_S = 40    # tools/gpu-session.sh keeps this much of the deadline for packing (GPU_SESSION_PACK_S) ...
-RUNNER_MARGIN_S = 15  # ... and stops the runner this long after the runner's own deadline
 CELL_FACTOR = 2.0     # a cell's limit: twice the largest notebook of its call (a cell is at most its notebook's work)
 MIN_TEST_S = 60.0     # a test's limit, at least (the first test of a part pays CUDA's start)
-FULL_ORDER = ("03_eval", "01_profile_probe1d", "05_vae_sync", "04_early_exit", "02_slab_stats", "06_latentwire_amp")
 
 CUDA = "cuda"         # the device type a call runs on, as a claim's setup names it (data here, on every device)
-
-BEGIN = "<!-- generated by `python -m perflab.runner.estimate --write`: edit the code, not this table -->"
-END = "<!-- end of the generated part -->"
-ESTIMATE_MD = Path("params") / "gpu-smoke" / "ESTIMATE.md"
 
 
 def _claims_of(code: str) -> list:
@@ -103,9 +100,10 @@ def smoke_seconds(name: str, c: dict) -> float:
 
 
 def notebook_estimate(preset: str | None, name: str) -> float | None:
-    """A notebook's estimated seconds on a preset (gpu-smoke: counted; gpu: FULL_S), None where none is made."""
-    if preset == "gpu":
-        return FULL_S.get(name)
+    """A notebook's estimated seconds on a preset (gpu-smoke: counted; gpu, gpu-h200: FULL_S), None where none is
+    made."""
+    if preset in FULL_S:
+        return FULL_S[preset].get(name)
     if preset == "gpu-smoke":
         c = counts("gpu-smoke").get(name)
         return smoke_seconds(name, c) if c else None
@@ -114,7 +112,7 @@ def notebook_estimate(preset: str | None, name: str) -> float | None:
 
 def part_counts() -> dict[str, tuple[int, int]]:
     """{part: (tests, files)}: the quick part by node id, the compiled part every other `-m gpu` test function."""
-    from .window import QUICK_GPU_TESTS
+    from .deadline import QUICK_GPU_TESTS
 
     quick = (len(QUICK_GPU_TESTS), len({n.split("::")[0] for n in QUICK_GPU_TESTS}))
     names = {n.split("[")[0] for n in QUICK_GPU_TESTS}
@@ -152,96 +150,3 @@ def limit_per_cell(preset: str | None, names: list[str]) -> float | None:
 def limit_per_test(part: str) -> float:
     """A test's limit in a part: the part's whole estimate (no one test should take as long), at least MIN_TEST_S."""
     return float(max(MIN_TEST_S, math.ceil(tests_seconds(part))))
-
-
-def runner_deadline() -> float:
-    """The runner's own deadline in a call: `window.DEADLINE_S` less the start, the packing kept, the margin."""
-    from .window import DEADLINE_S
-
-    return DEADLINE_S - SCRIPT_PACK_S - START_S - RUNNER_MARGIN_S
-
-
-def calls() -> list[dict]:
-    """The window's calls, one command each: the smoke, the compiled tests, then the full presets packed in
-    FULL_ORDER into calls whose runner ends by its deadline (a notebook over it alone gets a call of its own: the
-    first notebook of a call always starts, and is cut at the deadline if the estimate holds)."""
-    smoke = counts("gpu-smoke")
-    found = [dict(call="smoke", names=list(smoke), part="quick", preset="gpu-smoke",
-                  work=RUNNER_S + tests_seconds("quick") + sum(smoke_seconds(n, c) for n, c in smoke.items())),
-             dict(call="tests", names=[], part="compiled", preset=None, work=RUNNER_S + tests_seconds("compiled"))]
-    group: list[str] = []
-    for name in FULL_ORDER:
-        if group and RUNNER_S + sum(FULL_S[n] for n in group + [name]) > runner_deadline():
-            found.append(dict(call="full " + " ".join(group), names=group, part=None, preset="gpu",
-                              work=RUNNER_S + sum(FULL_S[n] for n in group)))
-            group = []
-        group.append(name)
-    found.append(dict(call="full " + " ".join(group), names=group, part=None, preset="gpu",
-                      work=RUNNER_S + sum(FULL_S[n] for n in group)))
-    for c in found:
-        c["seconds"] = START_S + c["work"] + PACK_S
-        limit = limit_per_cell(c["preset"], c["names"])
-        c["cell_limit"] = limit and min(limit, math.floor(runner_deadline()))
-        c["test_limit"] = limit_per_test(c["part"]) if c["part"] else None
-        c["over"] = c["work"] - runner_deadline()
-    return found
-
-
-def markdown() -> str:
-    from .window import DEADLINE_S
-
-    rows = ["| call (there: `bash tools/gpu-session.sh ...`) | estimate, s | a cell stopped at, s | a test at, s | "
-            f"its runner ends by its deadline ({runner_deadline():.0f} s of the call's {DEADLINE_S}) |",
-            "|---|---|---|---|---|"]
-    for c in calls():
-        test = f"{c['test_limit']:.0f}" if c["test_limit"] else "-"
-        fits = "yes" if c["over"] <= 0 else \
-            f"NO, {c['over']:.0f} s over: it starts and is cut there (lower its preset's sizes or verdict_time)"
-        rows.append(f"| `{c['call']}` | {c['seconds']:.0f} | {c['cell_limit'] or '-'} | {test} | {fits} |")
-    smoke = counts("gpu-smoke")
-    rows += ["", "The smoke's notebooks, counted from the code at `params/gpu-smoke/`:", "",
-             "| notebook | code cells | claims judged on CUDA (GPU-only) | verdict_time, s (at most, a timed claim) | "
-             "estimate, s |",
-             "|---|---|---|---|---|"]
-    for name, c in smoke.items():
-        rows.append(f"| {name} | {c['cells']} | {c['judged']} ({c['gpu_only']}) | {c['verdict_time']:g} | "
-                    f"{smoke_seconds(name, c):.0f} |")
-    total = sum(c["judged"] for c in smoke.values()), sum(c["gpu_only"] for c in smoke.values())
-    rows.append(f"| **all six** | {sum(c['cells'] for c in smoke.values())} | {total[0]} ({total[1]}) | | "
-                f"{sum(smoke_seconds(n, c) for n, c in smoke.items()):.0f} |")
-    tc = part_counts()
-    rows += ["", f"The GPU tests: the quick part {tc['quick'][0]} tests in {tc['quick'][1]} files "
-             f"(~{tests_seconds('quick'):.0f} s), the compiled part {tc['compiled'][0]} test functions in "
-             f"{tc['compiled'][1]} files (~{tests_seconds('compiled'):.0f} s). Device time per call: the estimate, "
-             f"the transfers (~{TRANSFER_S} s) and, on a fresh machine, its start (1-3 min)."]
-    return "\n".join(rows)
-
-
-def write(path: Path) -> bool:
-    """Put `markdown()` between BEGIN and END in `path`. -> whether the file changed."""
-    text = Path(path).read_text()
-    i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
-    new = text[:i] + "\n" + markdown() + "\n" + text[j:]
-    if new != text:
-        Path(path).write_text(new)
-    return new != text
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from ..kit.paths import repo_root
-
-    ap = argparse.ArgumentParser(prog="python -m perflab.runner.estimate", description=__doc__.split("\n")[0])
-    ap.add_argument("--write", action="store_true", help=f"write the tables into {ESTIMATE_MD}")
-    args = ap.parse_args(argv)
-    if args.write:
-        path = repo_root() / ESTIMATE_MD
-        print(f"{path}: {'rewritten' if write(path) else 'already current'}")
-    else:
-        print(markdown())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

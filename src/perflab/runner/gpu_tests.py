@@ -7,7 +7,9 @@ runs them with the smoke notebooks) and "compiled" (every other `-m gpu` test: i
 torchrun, the new study, nbval; `tools/gpu-session.sh tests`, or `full --tests NAME ...`). Each part keeps its own log
 (`gpu-tests-quick.txt`, ...), is skipped once it passed at this commit, and REPORT.md leads with every part's outcome
 found in the folder (params/gpu-smoke/ESTIMATE.md: why the split, and the windows). Each GPU test stops at its part's
-limit (`perflab.runner.testguard`), the whole run at the call's deadline.
+limit (pytest-timeout's signal method: the test fails, the run goes on), the whole run at the call's deadline, and a
+run that prints nothing for longer than a test's limit and GRACE_S (a test stuck where no signal reaches Python: a C
+call waiting on the device) is stopped there, its threads' stacks in the log first (pytest's faulthandler_timeout).
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ import sys
 from pathlib import Path
 
 from ..kit.paths import repo_root
-from . import estimate, window
-from .window import QUICK_GPU_TESTS  # the quick part
+from . import deadline as window
+from . import estimate
+from .deadline import QUICK_GPU_TESTS  # the quick part
 
 TESTS_HEADER = "## GPU tests (`pytest -m gpu`)"
 PART_ENV = "PERFLAB_GPU_TESTS"  # quick, compiled, or all (unset)
@@ -67,39 +70,65 @@ def pytest_selection(part: str, tests: Path) -> list[str]:
 
 
 CUT = 124  # the GPU tests' status when the call's deadline stopped them (timeout(1)'s)
+STUCK = 125  # their status when a test ran past its limit where the alarm could not stop it
+GRACE_S = 30.0  # after a test's limit, for one the alarm cannot reach: its stacks are dumped, then pytest is stopped
 
 
 def run_gpu_tests(out: Path, commit: dict, tests: Path | None = None, *, test_timeout: float | None = None,
                   deadline: window.Deadline | None = None) -> tuple[int, str]:
     """`pytest -m gpu` over the project's tests (this process's part of them, `test_part`), its output in
     out/gpu-tests[-part].txt (after a first line naming the part and the commit) and the .xml beside it; each test
-    stopped at `test_timeout` seconds (`perflab.runner.testguard`), the whole run at the deadline (SIGINT, so pytest
-    still writes its summary; killed 20 s later). -> (pytest's exit status, or CUT; its summary line)."""
+    stopped at `test_timeout` seconds (pytest-timeout, signal method), the whole run at the deadline (SIGINT, so pytest
+    still writes its summary; killed 20 s later), and a run silent for test_timeout + GRACE_S (a test the alarm cannot
+    reach) the same way, its stacks dumped into the log first. -> (pytest's exit status, CUT or STUCK; its summary
+    line)."""
+    import time
+
     tests = tests or repo_root() / "tests"
     part, log_path = test_part(), test_log(out)
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", *pytest_selection(part, tests), "-p", "no:cacheprovider",
-           "-p", "perflab.runner.testguard", f"--junitxml={log_path.with_suffix('.xml')}"]
-    env = {**os.environ, **({"PERFLAB_TEST_TIMEOUT": f"{test_timeout:g}"} if test_timeout else {})}
+           f"--junitxml={log_path.with_suffix('.xml')}"]
+    if test_timeout:  # pytest-timeout (the image has it; pyproject's dev extra pins it)
+        cmd += [f"--timeout={test_timeout:g}", "--timeout-method=signal",
+                "-o", f"faulthandler_timeout={test_timeout + GRACE_S / 2:g}"]
     left = (deadline or window.Deadline(None)).left()
     print("gpu-check:", " ".join(cmd[1:6]), f"({part} part)" if part else "",
           f"each test stopped at {test_timeout:g} s" if test_timeout else "", flush=True)
+    silent = test_timeout + GRACE_S if test_timeout else float("inf")
     with open(log_path, "w") as log:
         log.write(_header(commit, part))
         log.flush()
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=repo_root(), env=env)
-        try:
-            rc = p.wait(timeout=None if left == float("inf") else max(left, 1))
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGINT)  # pytest stops and writes its summary line
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=repo_root(),
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})   # each test's mark as it ends: the watch
+        end, size, quiet_since, rc = time.monotonic() + left, -1, time.monotonic(), None
+        while rc is None:
             try:
-                p.wait(timeout=20)
+                rc = p.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            rc = CUT
+                now = time.monotonic()
+                grown = log_path.stat().st_size
+                if grown != size:
+                    size, quiet_since = grown, now
+                if now >= end or now - quiet_since >= silent:
+                    rc = _stop(p, CUT if now >= end else STUCK)
     line = summary_line(log_path.read_text())
-    return rc, (f"stopped by the call's deadline: {line}" if rc == CUT else line)
+    if rc == CUT:
+        return rc, f"stopped by the call's deadline: {line}"
+    if rc == STUCK:
+        return rc, (f"stopped: no output for {silent:g} s (a test past its {test_timeout:g} s limit where the alarm could "
+                    f"not stop it; its stacks are in {log_path.name}): {line}")
+    return rc, line
+
+
+def _stop(p: subprocess.Popen, status: int) -> int:
+    p.send_signal(signal.SIGINT)  # pytest stops and writes its summary line
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return status
 
 
 def outcome(text: str) -> tuple[int, str]:
@@ -189,7 +218,7 @@ def tests_step(out: Path, commit: dict, redo: bool, no_tests: bool,
         tests = earlier_tests(out)
     else:
         tests = run_gpu_tests(out, commit, test_timeout=estimate.limit_per_test(test_part()), deadline=deadline)
-        status = "cut" if tests[0] == CUT else "failed" if tests[0] else "ok"
+        status = "cut" if tests[0] == CUT else "failed" if tests[0] else "ok"   # STUCK: failed
         window.record(out, tests_part_name(), status, time.perf_counter() - t0, tests[1])
     print(f"gpu-check: GPU tests {tests[1]}", flush=True)
     return tests

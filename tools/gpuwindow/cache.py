@@ -1,39 +1,14 @@
-"""Inductor's and Triton's compile caches of a GPU window: kept in the run folder while `perflab gpu-check` runs, so a
-later window that brings the folder back finds the kernels already compiled, and packed to come back from the lent
-host under its limit on a file (`python -m perflab.runner.window pack-cache`, which tools/gpu-session.sh runs).
+"""A GPU window's compile caches packed to come back from the lent host: newest entries first, in at most a few
+files each under the limit on a file that comes back, and within the room the next call's carry leaves
+(`carry.cache_budget`). `perflab gpu-check` keeps inductor's and Triton's caches in the run folder's
+`compile-cache/` (`perflab.runner.gpucheck.compile_cache`); `tools/gpu-session.sh` packs them with
+`python -m gpuwindow pack-cache`, and the next call unpacks them before it runs.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 
-CACHE_DIR = "compile-cache"  # in the run folder: inductor's FX graph and AOT caches, Triton's kernels
-
-
-@contextlib.contextmanager
-def compile_cache(out: Path):
-    """While it lasts, the processes started (pytest, the notebooks' kernels) keep inductor's and Triton's compile
-    caches in out/compile-cache/, unless TORCHINDUCTOR_CACHE_DIR names another place than torch's default (torch
-    writes its default into the variable the first time it asks for its cache folder: here too, when the notebooks'
-    parameters are checked). Yields the folder used."""
-    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-
-    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    given = before and os.path.abspath(before) != os.path.abspath(default_cache_dir())
-    folder = Path(before).resolve() if given else Path(out).resolve() / CACHE_DIR
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
-    try:
-        yield folder
-    finally:
-        if before is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
-
-
-def folder_mib(folder: Path) -> float:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20 if folder.is_dir() else 0.0
+CACHE_DIR = "compile-cache"  # in the run folder (perflab.runner.gpucheck.CACHE_DIR): inductor's and Triton's caches
 
 
 def _cache_entries(cache: Path) -> list[Path]:

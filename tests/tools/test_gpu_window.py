@@ -1,9 +1,10 @@
 """A GPU window of 15 minutes (issue 31, gpu-review-2026-11-26 T2, T6, T10): what `tools/gpu-session.sh` does here and
 on the lent host, run on this machine with stand-ins for the downloader and the host's folders.
 
-- `prepare` empties `.whl/` before it downloads, asks for nbval and coverage, refuses a folder with two versions of a
-  wheel (pip's ResolutionImpossible would stop `start` on the host before anything ran) and checks that the set
-  installs offline into a clean folder for the host's Python 3.12;
+- `prepare` empties `.whl/`, fetches the pinned set (tools/gpu-wheels.txt) for CPython 3.11, 3.12 and 3.13, refuses a
+  set with two versions of a wheel (pip's ResolutionImpossible would stop the call on the host before anything ran),
+  one that shadows an image package or whose requirements neither it nor the image meets, and checks that each
+  Python's set installs offline into a clean folder (issue 51);
 - a call (`smoke`, `tests`, `full`) packs the run folder and its compile caches so that each file comes back (16 MiB a
   file): the newest cache entries in at most two files under the limit, the oldest left out and said so; `bring` keeps
   them and the next call unpacks them all (`seed`); a call ends with one summary and its exit status, and a start
@@ -22,8 +23,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from gpuwindow import cache, carry, summary
 
-from perflab.runner import compile_cache, gpu_tests, gpucheck, window
+from perflab.runner import deadline, gpu_tests, gpucheck
 from perflab.runner.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,13 +34,14 @@ SESSION = ROOT / "tools" / "gpu-session.sh"
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("git") is None, reason="needs bash and git")
 
 
-def _wheel(folder: Path, name: str, version: str) -> Path:
-    """A pure-Python wheel pip can install: `name`/__init__.py and its dist-info."""
+def _wheel(folder: Path, name: str, version: str, requires: list[str] = ()) -> Path:
+    """A pure-Python wheel pip can install: `name`/__init__.py and its dist-info (with its Requires-Dist)."""
     path = folder / f"{name}-{version}-py3-none-any.whl"
     info = f"{name}-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{name}/__init__.py", f"VERSION = {version!r}\n")
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/METADATA", meta)
         z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr(f"{info}/RECORD", f"{name}/__init__.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
     return path
@@ -46,8 +49,7 @@ def _wheel(folder: Path, name: str, version: str) -> Path:
 
 @pytest.fixture
 def project(tmp_path):
-    """tmp/project: a git checkout with one commit; tmp/shared/tools/device-wheels.sh: a stand-in downloader that
-    writes the wheels named in $FAKE_WHEELS ("name==version ...") and records its arguments."""
+    """tmp/project: a git checkout with one commit."""
     proj = tmp_path / "project"
     proj.mkdir()
     run = lambda *a: subprocess.run(a, cwd=proj, check=True, capture_output=True)  # noqa: E731
@@ -55,14 +57,6 @@ def project(tmp_path):
     (proj / "README").write_text("x\n")
     run("git", "add", "README")
     run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    tools = tmp_path / "shared" / "tools"
-    tools.mkdir(parents=True)
-    (tools / "device-wheels.sh").write_text(
-        "#!/usr/bin/env bash\nset -e\nmkdir -p .whl\necho \"$@\" > ../asked.txt\n"
-        f"for w in $FAKE_WHEELS; do {sys.executable} -c \"import sys; sys.path.insert(0, '{Path(__file__).parent}'); "
-        "from test_gpu_window import _wheel; from pathlib import Path; n, v = sys.argv[1].split('=='); "
-        "_wheel(Path('.whl'), n, v)\" \"$w\"; done\n")
-    (tools / "device-wheels.sh").chmod(0o755)
     return proj
 
 
@@ -71,41 +65,76 @@ def _session(cwd: Path, *args, **env) -> subprocess.CompletedProcess:
                           env={**os.environ, **env})
 
 
-@pytest.mark.slow
-def test_prepare_empties_the_wheel_folder_and_checks_the_set_installs_offline(project):
-    if subprocess.run(["python3", "-m", "pip", "--version"], capture_output=True).returncode != 0:
-        pytest.skip("python3 -m pip is not available here")
+def _index(tmp_path: Path, wheels: dict[str, str], requires: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """A local index (pip's find-links folder) of pure wheels, a pins file and an image list naming `numpy`: the
+    environment `prepare` runs in, with no network."""
+    index = tmp_path / "index"
+    index.mkdir(exist_ok=True)
+    for name, version in wheels.items():
+        _wheel(index, name, version, (requires or {}).get(name, []))
+    (tmp_path / "pins.txt").write_text("".join(f"{n}=={v}\n" for n, v in wheels.items()))
+    (tmp_path / "image.txt").write_text("numpy==2.5.2\n")
+    return dict(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(index), GPU_SESSION_PINS=str(tmp_path / "pins.txt"),
+                GPU_SESSION_IMAGE=str(tmp_path / "image.txt"))
+
+
+@pytest.mark.slow  # three pip downloads and three offline installs: ~8 s
+def test_prepare_empties_the_wheel_folder_and_checks_each_pythons_set_installs_offline(tmp_path, project):
     (project / ".whl").mkdir()
     _wheel(project / ".whl", "alpha", "1.0")                      # an earlier prepare's version
-    r = _session(project, "prepare", FAKE_WHEELS="alpha==2.0 beta==0.1")
+    r = _session(project, "prepare", **_index(tmp_path, {"alpha": "2.0", "beta": "0.1"}, {"beta": ["numpy>=2"]}))
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(p.name for p in (project / ".whl").glob("*.whl")) == ["alpha-2.0-py3-none-any.whl",
                                                                         "beta-0.1-py3-none-any.whl"]
-    assert (project.parent / "asked.txt").read_text().split() == ["nbval", "coverage"]   # T10: nbval's plugin needs it
-    assert "install offline" in r.stdout and "prepared .whl/ for commit" in r.stdout
+    assert sorted(p.name for p in (project / ".whl").glob("cp*")) == ["cp311", "cp312", "cp313"]
+    for v in ("3.11", "3.12", "3.13"):
+        assert f"Python {v}: 2 wheels install offline" in r.stdout, r.stdout
+    assert "closed under their requirements" in r.stdout and "prepared .whl/ for commit" in r.stdout
     assert len((project / ".whl" / "COMMIT").read_text().strip()) == 40
 
 
-def test_prepare_refuses_two_versions_of_a_wheel(project):
-    # a downloader (or a hand) that leaves two versions: refused before the window, not on the host (T2)
-    r = _session(project, "prepare", FAKE_WHEELS="alpha==1.0 alpha==2.0 beta==0.1")
-    assert r.returncode == 1 and "two versions of alpha" in r.stderr, r.stdout + r.stderr
-    assert not (project / ".whl" / "COMMIT").exists()
-    os.rename(project.parent / "shared", project.parent / "elsewhere")   # no downloader: what is there is checked
-    r = _session(project, "prepare")
-    assert r.returncode == 1 and "two versions of alpha" in r.stderr
-    assert len(list((project / ".whl").glob("alpha-*.whl"))) == 2          # the user's wheels are not deleted
+def test_prepare_refuses_a_set_that_is_not_closed_or_shadows_the_image(tmp_path, project):
+    # beta needs gamma, which neither the set nor the image has; numpy is the image's: the call would stop there
+    env = _index(tmp_path, {"alpha": "1.0", "beta": "0.1", "numpy": "2.4.6"}, {"beta": ["gamma>=1", "alpha<1"]})
+    r = _session(project, "prepare", **env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "beta requires gamma>=1: neither in the set nor in the image" in r.stderr
+    assert "beta requires alpha<1, the set has 1.0" in r.stderr
+    assert "shadows the image's numpy" in r.stderr and not (project / ".whl" / "COMMIT").exists()
 
 
-def test_the_wheel_check_normalizes_project_names(tmp_path):
-    for f in ("jupyter_client-8.6.0-py3-none-any.whl", "Jupyter.Client-8.7.0-py3-none-any.whl",
-              "pyzmq-26.0-cp312-cp312-manylinux_2_28_x86_64.whl"):
-        (tmp_path / f).write_bytes(b"")
-    assert window.duplicate_wheels(tmp_path) == {"jupyter-client": ["Jupyter.Client-8.7.0-py3-none-any.whl",
-                                                                       "jupyter_client-8.6.0-py3-none-any.whl"]}
-    assert window.main(["wheels", str(tmp_path)]) == 1
-    (tmp_path / "Jupyter.Client-8.7.0-py3-none-any.whl").unlink()
-    assert window.main(["wheels", str(tmp_path)]) == 0
+def test_the_wheel_check_refuses_two_versions_and_a_pin_not_met(tmp_path):
+    from gpuwindow import wheels
+
+    (tmp_path / "cp312").mkdir()
+    _wheel(tmp_path, "jupyter_client", "8.6.0")
+    _wheel(tmp_path / "cp312", "Jupyter.Client", "8.7.0")        # one project, two spellings, two versions
+    problems, _ = wheels.check(tmp_path, {"jupyter-client": "8.6.0"}, {}, pythons=("3.12",))
+    assert any("two versions of jupyter-client" in p for p in problems), problems
+    problems, _ = wheels.check(tmp_path, {"jupyter-client": "8.6.0", "nbval": "0.11.0"}, {}, pythons=("3.11",))
+    assert problems == ["cp3.11: no wheel of nbval==0.11.0 (prepare fetches it)"]
+
+
+def test_the_pins_are_one_version_each_and_leave_the_image_out():
+    from gpuwindow import wheels
+
+    pins, image = wheels.read_pins(ROOT / wheels.PINS), wheels.read_image(ROOT / wheels.IMAGE)
+    assert not set(pins) & set(image), set(pins) & set(image)       # a wheel would shadow the image's copy
+    assert {"papermill", "ipykernel", "nbval", "pyinstrument", "submitit"} <= set(pins)
+    assert set(wheels.left_out(ROOT / wheels.PINS)) == {"debugpy", "jedi", "parso"}
+    assert image["torch"] == "2.11.0" and image["python-dateutil"] is None
+
+
+def test_the_import_check_covers_what_the_notebooks_and_tests_import_and_names_a_failure():
+    from gpuwindow import wheels
+
+    found = wheels.modules(ROOT)
+    assert {"torch", "pandas", "scipy", "matplotlib", "tqdm", "psutil", "pyinstrument", "submitit", "papermill",
+            "nbval", "ipykernel", "pytest_timeout", "numpy", "yaml"} <= set(found), sorted(found)
+    assert not {"perflab", "os", "test_prover_links_fit", "old_code"} & set(found)
+    done, failed = wheels.import_all(["json", "no_such_module_here"], {"no_such_module_here": ["notebooks/x.ipynb"]})
+    assert done == ["json"] and failed.startswith("no_such_module_here: ModuleNotFoundError")
+    assert "(imported by notebooks/x.ipynb)" in failed
 
 
 # ---- a call's packing: what comes back under 16 MiB a file (T6) -----------------------------------------------------------
@@ -118,7 +147,7 @@ def _fake_cache(res: Path, mib: float) -> list[Path]:
     (run / "03_eval").mkdir(parents=True)
     (run / "REPORT.md").write_text("# report\n")
     (run / "03_eval" / "policy.pt").write_bytes(b"x" * 1000)
-    cache = run / compile_cache.CACHE_DIR
+    cache = run / gpucheck.CACHE_DIR
     (cache / "triton" / "0" / "k").mkdir(parents=True)
     (cache / "triton" / "0" / "k" / "kernel.cubin").write_bytes(os.urandom(1000))
     entries, total, i = [], 0, 0
@@ -173,7 +202,7 @@ def test_a_cache_under_the_limit_comes_back_whole(tmp_path):
     res, out = tmp_path / "res", tmp_path / "out"
     out.mkdir()
     entries = _fake_cache(res, mib=0.5)
-    r = compile_cache.pack_cache(res, out, limit=2**20, parts=2)
+    r = cache.pack_cache(res, out, limit=2**20, parts=2)
     assert [p[0] for p in r["parts"]] == ["cache.tgz"] and r["left_out"] == 0
     assert r["kept"] == len(entries) + 1                                          # and the generated code
 
@@ -193,9 +222,9 @@ def _gpu_tests() -> dict[str, ast.FunctionDef]:
 
 def test_the_quick_part_names_gpu_tests_that_exist():
     gpu = _gpu_tests()
-    for nodeid in window.QUICK_GPU_TESTS:
+    for nodeid in deadline.QUICK_GPU_TESTS:
         assert nodeid.split("[")[0] in gpu, f"{nodeid}: no such GPU test"
-    assert len(gpu) > len(window.QUICK_GPU_TESTS) >= 10           # the rest: the compiled part
+    assert len(gpu) > len(deadline.QUICK_GPU_TESTS) >= 10           # the rest: the compiled part
 
 
 def test_every_gpu_test_that_claims_cuda_graphs_asserts_one_was_recorded():
@@ -225,9 +254,9 @@ def test_each_part_selects_its_tests_and_keeps_its_own_log(tmp_path, monkeypatch
     monkeypatch.delenv(gpu_tests.PART_ENV, raising=False)
     assert gpu_tests.test_part() == "" and gpu_tests.pytest_selection("", tests) == [str(tests)]
     quick = gpu_tests.pytest_selection("quick", tests)
-    assert quick == [str(tmp_path / n) for n in window.QUICK_GPU_TESTS]
+    assert quick == [str(tmp_path / n) for n in deadline.QUICK_GPU_TESTS]
     compiled = gpu_tests.pytest_selection("compiled", tests)
-    assert compiled[0] == str(tests) and compiled[1:] == [f"--deselect={n}" for n in window.QUICK_GPU_TESTS]
+    assert compiled[0] == str(tests) and compiled[1:] == [f"--deselect={n}" for n in deadline.QUICK_GPU_TESTS]
     monkeypatch.setenv(gpu_tests.PART_ENV, "fast")
     with pytest.raises(ValueError, match="quick, compiled"):
         gpu_tests.test_part()
@@ -307,28 +336,27 @@ def test_a_call_without_wheels_fails_at_once_with_its_reason_and_its_log_comes_b
 
 
 def test_the_summary_names_each_planned_part_and_what_the_deadline_cut(tmp_path, monkeypatch):
-    from perflab.runner import window
 
     run = tmp_path / "res" / "h100" / "abc1234"
-    monkeypatch.setenv(window.WINDOW_ENV, "smoke-1")
-    window.plan(run, ["tests-quick", "01_profile_probe1d", "02_slab_stats", "03_eval"])
-    window.record(run, "tests-quick", "ok", 31.0, "13 passed in 30.0s")
-    window.record(run, "01_profile_probe1d", "skipped", 0.0, "ok earlier at this commit")
-    window.record(run, "02_slab_stats", "ok", 40.2)
-    rc, text = window.summary(tmp_path / "res", "smoke-1")
+    monkeypatch.setenv(deadline.WINDOW_ENV, "smoke-1")
+    deadline.plan(run, ["tests-quick", "01_profile_probe1d", "02_slab_stats", "03_eval"])
+    deadline.record(run, "tests-quick", "ok", 31.0, "13 passed in 30.0s")
+    deadline.record(run, "01_profile_probe1d", "skipped", 0.0, "ok earlier at this commit")
+    deadline.record(run, "02_slab_stats", "ok", 40.2)
+    rc, text = summary.summary(tmp_path / "res", "smoke-1")
     assert rc == 3, text                                             # 03 never reported: cut by the deadline
     lines = {line.split()[0]: line.split()[1] for line in text.splitlines()[2:-1]}
     assert lines == {"tests-quick": "ok", "01_profile_probe1d": "skipped", "02_slab_stats": "ok", "03_eval": "cut"}
-    window.record(run, "03_eval", "failed", 12.0, "FAILED at cell 4")
-    assert window.summary(tmp_path / "res", "smoke-1")[0] == 1
-    assert window.summary(tmp_path / "res", "smoke-2")[0] == 2       # another call's rows are not this one's
-    monkeypatch.setenv(window.WINDOW_ENV, "smoke-2")
-    window.plan(run, ["03_eval"])
-    window.record(run, "03_eval", "ok", 50.0)
-    assert window.summary(tmp_path / "res", "smoke-2") == (0, window.summary(tmp_path / "res", "smoke-2")[1])
+    deadline.record(run, "03_eval", "failed", 12.0, "FAILED at cell 4")
+    assert summary.summary(tmp_path / "res", "smoke-1")[0] == 1
+    assert summary.summary(tmp_path / "res", "smoke-2")[0] == 2       # another call's rows are not this one's
+    monkeypatch.setenv(deadline.WINDOW_ENV, "smoke-2")
+    deadline.plan(run, ["03_eval"])
+    deadline.record(run, "03_eval", "ok", 50.0)
+    assert summary.summary(tmp_path / "res", "smoke-2") == (0, summary.summary(tmp_path / "res", "smoke-2")[1])
 
 
-@pytest.mark.parametrize("preset", ["gpu-smoke", "gpu"])
+@pytest.mark.parametrize("preset", ["gpu-smoke", "gpu", "gpu-h200"])
 def test_no_preset_repeats_a_key(preset):
     # YAML takes the last of two equal keys without a word: two edits of one preset (04's smoke preset once held
     # verdict_time twice) would leave one of them silently unused
@@ -340,28 +368,24 @@ def test_no_preset_repeats_a_key(preset):
 # ---- what travels in (issue 38 item 3, review L1) ---------------------------------------------------------------
 
 def test_what_travels_is_summed_as_the_device_tool_counts_it(project):
-    from perflab.runner import window
-
     (project / ".gitignore").write_text("ignored/\n.whl/\n.gpu-res/\n")
     (project / "untracked.txt").write_bytes(b"u" * 3000)                    # untracked, not ignored: travels
     (project / "ignored").mkdir()
     (project / "ignored" / "big").write_bytes(b"i" * 50_000)                # ignored: stays here
     (project / ".whl").mkdir()
     (project / ".whl" / "a.whl").write_bytes(b"w" * 20_000)
-    c = window.carry(project)
+    c = carry.carry(project)
     assert c["files"] == 3 and c["tree"] == 2 + 3000 + len("ignored/\n.whl/\n.gpu-res/\n")  # README, untracked, .gitignore
     assert c["carried"] == {".whl": 20_000, ".gpu-res": 0} and c["total"] == c["tree"] + 20_000
     assert c["margin"] == 64 * 2**20 - c["total"]
-    assert "margin" in window.carry_text(c) and "OVER" not in window.carry_text(c)
+    assert "margin" in carry.carry_text(c) and "OVER" not in carry.carry_text(c)
     subprocess.run(["truncate", "-s", "65M", str(project / ".whl" / "b.whl")], check=True)   # sparse: no disk used
-    r = subprocess.run([sys.executable, "-m", "perflab.runner.window", "carry", "--root", str(project)],
-                       capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "gpuwindow", "carry", "--root", str(project)],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     assert r.returncode == 1 and "OVER by 1.0 MiB" in r.stdout and "would be refused" in r.stdout, r.stdout
 
 
 def test_the_caches_get_what_the_next_carry_leaves(tmp_path):
-    from perflab.runner import window
-
     host = tmp_path / "w"                                                   # the copy there: no .git
     (host / ".whl").mkdir(parents=True)
     (host / ".whl" / "a.whl").write_bytes(os.urandom(2 * 2**20))
@@ -372,11 +396,11 @@ def test_the_caches_get_what_the_next_carry_leaves(tmp_path):
     (res / "results.jsonl").write_bytes(os.urandom(3 * 2**20))
     with tarfile.open(tmp_path / "res.tgz", "w:gz") as tar:
         tar.add(tmp_path / "res", arcname="res")
-    room = window.cache_budget(host, tmp_path / "res.tgz")
+    room = carry.cache_budget(host, tmp_path / "res.tgz")
     used = 2 * 2**20 + (tmp_path / "res.tgz").stat().st_size + 3 * 2**20   # wheels, res.tgz, what bring unpacks
     assert abs(room - (60 * 2**20 - used) / 2**20) < 1e-6
     entries = _fake_cache(tmp_path / "cres", mib=3.0)
-    r = compile_cache.pack_cache(tmp_path / "cres", tmp_path, limit=2**20, parts=2, total=2**20)
+    r = cache.pack_cache(tmp_path / "cres", tmp_path, limit=2**20, parts=2, total=2**20)
     assert sum(size for _, size, _ in r["parts"]) <= 2**20 and r["left_out"] > 0 and len(entries) > r["kept"]
 
 
@@ -384,7 +408,7 @@ def test_the_caches_get_what_the_next_carry_leaves(tmp_path):
 
 @pytest.mark.slow  # ~15 s: a copy of the tree, a wheel install, a kernel spec, the imports and the runner's plan
 def test_the_rehearsal_runs_the_smokes_call_until_it_needs_cuda():
-    import torch  # here, not at the top: the stand-in downloader above imports this module
+    import torch
 
     if torch.cuda.is_available():
         pytest.skip("rehearses a host without CUDA (on a GPU host the call would run the smoke)")
@@ -397,7 +421,6 @@ def test_the_rehearsal_runs_the_smokes_call_until_it_needs_cuda():
 
 
 def test_what_would_not_come_back_is_named(tmp_path):
-    from perflab.runner import window
 
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "res.tgz").write_bytes(b"x")
@@ -405,9 +428,9 @@ def test_what_would_not_come_back_is_named(tmp_path):
     (tmp_path / "a" / "b" / "c" / "deep.txt").write_bytes(b"x")
     (tmp_path / "bad name.txt").write_bytes(b"x")
     subprocess.run(["truncate", "-s", "17M", str(tmp_path / "big.bin")], check=True)
-    bad = window.comeback(tmp_path)
+    bad = carry.comeback(tmp_path)
     assert len(bad) == 3 and any("big.bin: over 16 MiB" in b for b in bad), bad
     assert any("deep.txt: more than 2 folders down" in b for b in bad) and any("bad name.txt: a name" in b for b in bad)
     for i in range(5):
         (tmp_path / f"f{i}").write_bytes(b"x")
-    assert "10 files: at most 8 come back" in window.comeback(tmp_path)
+    assert "10 files: at most 8 come back" in carry.comeback(tmp_path)

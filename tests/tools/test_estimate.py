@@ -1,12 +1,14 @@
 """The GPU window's estimate from what runs (issue 38 item 7): the smoke's cells, its claims judged on CUDA and its
-tests counted from the code by `perflab.runner.estimate`, and params/gpu-smoke/ESTIMATE.md's calls table is what the
-command writes."""
+tests counted from the code by `perflab.runner.estimate`, and params/gpu-smoke/ESTIMATE.md's calls table (one per
+card's full preset: an H100's params/gpu/, an H200's params/gpu-h200/) is what `python -m gpuwindow estimate --write`
+writes."""
 import shutil
 
 import pytest
+from gpuwindow import estimate as window_estimate
 
 from perflab.runner import estimate
-from perflab.runner.window import QUICK_GPU_TESTS
+from perflab.runner.deadline import QUICK_GPU_TESTS
 
 ROOT = estimate.Path(__file__).resolve().parents[2]
 
@@ -46,13 +48,25 @@ def test_the_test_parts_are_counted_from_the_tests():
 @pytest.mark.slow  # counts every smoke notebook's claims (imports the six studies, reads six notebooks): ~6 s here
 def test_the_committed_table_is_what_the_command_writes(tmp_path):
     copy = tmp_path / "ESTIMATE.md"
-    shutil.copy(ROOT / estimate.ESTIMATE_MD, copy)
-    changed = estimate.write(copy)
+    shutil.copy(ROOT / window_estimate.ESTIMATE_MD, copy)
+    changed = window_estimate.write(copy)
     assert not changed, ("params/gpu-smoke/ESTIMATE.md's calls table is not what the code gives: run "
-                         "`python -m perflab.runner.estimate --write` and commit it")
+                         "`PYTHONPATH=tools python -m gpuwindow estimate --write` and commit it")
     smoke = estimate.counts("gpu-smoke")
     assert len(smoke) == 6 and all(c["cells"] > 0 and c["judged"] >= c["gpu_only"] for c in smoke.values())
     assert sum(c["gpu_only"] for c in smoke.values()) > 0                      # the decisions a CPU proxy never makes
-    calls = estimate.calls()
-    assert [c["call"] for c in calls[:2]] == ["smoke", "tests"] and calls[0]["over"] <= 0
-    assert sorted(n for c in calls[2:] for n in c["names"]) == sorted(estimate.FULL_S)
+    for preset in ("gpu", "gpu-h200"):
+        calls = window_estimate.calls(preset)
+        assert [c["call"] for c in calls[:2]] == ["smoke", "tests"] and calls[0]["over"] <= 0
+        assert sorted(n for c in calls[2:] for n in c["names"]) == sorted(estimate.FULL_S[preset])
+        assert {c["preset"] for c in calls[2:]} == {preset}
+
+
+def test_each_card_has_its_full_presets_estimated():
+    # params/gpu-h200/ is the H100's presets with what an H200's memory adds: every notebook of both estimated, the
+    # H200's never under the H100's (the same rates, more work)
+    assert set(estimate.FULL_S) == {"gpu", "gpu-h200"}
+    h100, h200 = estimate.FULL_S["gpu"], estimate.FULL_S["gpu-h200"]
+    assert set(h100) == set(h200) == {p.stem for p in (ROOT / "params" / "gpu-h200").glob("*.yaml")}
+    assert all(h200[n] >= h100[n] for n in h100)
+    assert estimate.notebook_estimate("gpu-h200", "06_latentwire_amp") == h200["06_latentwire_amp"]
