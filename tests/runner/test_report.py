@@ -321,3 +321,19 @@ def test_a_sweeps_claims_figure_reads_alone_and_its_tables_name_each_point(tmp_p
     # each row names its point, and the speedup compares within the point (2.00x at 64, 16.0x at 512)
     assert [(r[0], r[3], r[8]) for r in timings if r[3] == "optimized"] == [("batch=64", "optimized", "2.00x"),
                                                                               ("batch=512", "optimized", "16.0x")]
+
+
+def test_the_title_names_the_folder_in_the_project_never_a_path_of_this_machine(tmp_path, monkeypatch):
+    # a committed report is read on other machines (issue 47 item 5): its title named /work/main/outputs/... before
+    monkeypatch.setenv("PERFLAB_ROOT", str(tmp_path))
+    inside = tmp_path / "outputs" / "verdicts" / "abc"
+    _timing(_log(inside, "s"), "step", "c", "baseline", 0.5)
+    assert build(inside).startswith("# perflab report: `outputs/verdicts/abc`\n")
+    assert build(tmp_path).startswith(f"# perflab report: `{tmp_path.name}`\n")   # the project itself: its name
+    monkeypatch.setenv("PERFLAB_ROOT", str(tmp_path / "elsewhere"))
+    assert build(inside).startswith("# perflab report: `abc`\n")             # outside the project: its name
+    import gzip                                                               # committed evidence: results gzipped
+    rows = inside / "results.jsonl"
+    (inside / "results.jsonl.gz").write_bytes(gzip.compress(rows.read_bytes()))
+    rows.unlink()
+    assert "from `results.jsonl.gz` (1 rows" in build(inside)

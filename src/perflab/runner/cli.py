@@ -332,20 +332,22 @@ def cmd_sweep(args) -> int:
 
 def cmd_compare(args) -> int:
     from . import compare as cmp
+    from .report import folder_label
 
     a_rows, b_rows = cmp.load(args.a), cmp.load(args.b)
+    a, b = folder_label(args.a), folder_label(args.b)   # in the project, or the name: never a path of this machine
     claims = cmp.load_claims(args.a), cmp.load_claims(args.b)
     c = cmp.compare(a_rows, b_rows)
     figures = None
     if args.out:
         check_writable(args.out, "COMPARE.md and its figures")
         args.out.mkdir(parents=True, exist_ok=True)
-        figures = cmp.claims_figures(*claims, args.out, str(args.a), str(args.b))  # one per study, A and B
-    md = cmp.to_markdown(c, a_rows, b_rows, str(args.a), str(args.b), claims=claims, figures=figures)
+        figures = cmp.claims_figures(*claims, args.out, a, b)  # one per study, A and B
+    md = cmp.to_markdown(c, a_rows, b_rows, a, b, claims=claims, figures=figures)
     print(md)
     if args.out:
         (args.out / "COMPARE.md").write_text(md + ("\n![B / A](compare.png)\n" if c.paired else ""))
-        cmp.plot(c, args.out / "compare.png", str(args.a), str(args.b))
+        cmp.plot(c, args.out / "compare.png", a, b)
         print("written:", args.out / "COMPARE.md")
     return 0
 

@@ -24,7 +24,8 @@ import datetime as _dt
 from pathlib import Path
 
 from ..kit.formatting import SPEEDUP_NOTE, fmt_seconds, reference_rows, short, sig, speedup_text
-from ..kit.results import executions, latest, latest_judged, read_rows
+from ..kit.paths import repo_root
+from ..kit.results import executions, latest, latest_judged, read_rows, results_file
 from ..kit.verdicts import VERDICTS
 from .report_claims import NO_FIGURE, claims_png, figure_name, judged_cell, verdict_cell
 from .report_rows import impl, started, status
@@ -281,19 +282,31 @@ def _earlier_judged(all_rows: list[dict], execs: dict[tuple, list[dict]]) -> dic
     return out
 
 
+def folder_label(out_dir: str | Path) -> str:
+    """The run folder as a report's title names it: its path inside the project (`outputs/verdicts/0bed3bf/quiet`),
+    else its name; never a path of the machine that wrote it (a committed report is read on others)."""
+    out_dir = Path(out_dir).resolve()
+    try:
+        rel = out_dir.relative_to(repo_root().resolve()).as_posix()
+    except ValueError:
+        return out_dir.name
+    return out_dir.name if rel == "." else rel
+
+
 def build(out_dir: str | Path, *, all_runs: bool = False, figures: bool = False) -> str:
     """The report's Markdown text for the run folder `out_dir` (reads `out_dir/results.jsonl`): each
     study's latest execution (and, where it judged no claims, the latest that did), or every execution with
     `all_runs`. With `figures`, each study's claims are drawn into `out_dir/claims-<study>.png` and linked."""
     out_dir = Path(out_dir)
-    all_rows = read_rows(out_dir / "results.jsonl")
+    source = results_file(out_dir / "results.jsonl")
+    all_rows = read_rows(source)
     rows, dropped = (all_rows, 0) if all_runs else latest(all_rows)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     execs = dict(sorted(executions(rows).items(), key=lambda kv: kv[0][0] or ""))  # sweep points: grid order
     earlier = {} if all_runs else _earlier_judged(all_rows, execs)
     shown = (f" ({len(earlier)} of them shown after their study's latest, which judged no claims: the latest that "
              "did)") if earlier else ""
-    head = [f"# perflab report: `{out_dir}`", f"Generated {now} from `results.jsonl` ({len(rows)} rows"
+    head = [f"# perflab report: `{folder_label(out_dir)}`", f"Generated {now} from `{source.name}` ({len(rows)} rows"
             + (f"; {dropped} earlier execution(s) of these studies left out{shown}: `perflab report --all` shows "
                "them)." if dropped else ").")]
     if not rows:
