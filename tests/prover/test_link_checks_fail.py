@@ -306,3 +306,34 @@ def test_cudas_sync_debug_warnings_fail_the_chunk_check(small, monkeypatch, warn
     monkeypatch.setattr(checks, "count_host_syncs", warned_counter(checks.count_host_syncs, 2))
     got, _ = _search_checks(small)
     assert (got[3].passed, got[3].detail) == (False, "2 syncs, 0 host tensors (allowed 0)")
+
+
+def test_a_depth_at_near_tied_scores_is_counted_apart_and_a_flag_never(small, monkeypatch):
+    """The CPU's search choosing another proof of a near-tied score (a GPU's rounding: a last-step proof within 1e-5
+    of an earlier one) passes the same-proofs check, the near tie named; the same depth at an exactly equal score, or a
+    proven flag, fails it (gpu-review-2026-12-01 W3)."""
+    from perflab.prover.links.search import differences
+
+    class Tied(SparseClosingSearch):
+        def score(self, *a, **k):
+            r = super().score(*a, **k)
+            i = int(r.proven.nonzero()[0])
+            r.depth[i] += 1
+            r.score[i] += 1e-7 * (1 + abs(float(r.score[i])))   # another proof, scored within rounding
+            return r
+
+    monkeypatch.setattr(checks, "SparseClosingSearch", Tied)
+    got, info = _search_checks(small)
+    assert got[2].passed and info["near_ties"] == 1
+    assert got[2].detail == ("0 proven flags or depths differ (allowed 0); 1 depths at near-tied proof scores (within "
+                             "1e-05: another proof by float rounding)")
+    kg, engine, policy, queries = small
+    a = ClosingSearch(engine, policy, 3, 3).score(queries, 12)
+    b = ClosingSearch(engine, policy, 3, 3).score(queries, 12)
+    i = int(a.proven.nonzero()[0])
+    b.depth[i] += 1
+    assert differences(a, b) == (1, 0)                  # an exactly equal score: no tie chose that
+    b.score[i] += 1e-3
+    assert differences(a, b) == (1, 0)                  # far from a tie
+    b.depth[i], b.score[i], b.proven[-1] = a.depth[i], a.score[i], ~a.proven[-1]
+    assert differences(a, b) == (1, 0)                  # a proven flag: ties cannot reach it

@@ -19,7 +19,7 @@ from perflab.prover.core.reference import prove_exhaustive
 from perflab.prover.links import rule_table
 from perflab.prover.links.embeddings import EmbeddingConfig, train_complex
 from perflab.prover.links.params import LinkConfig
-from perflab.prover.links.search import BeamSearch, ClosingSearch, SparseClosingSearch, successor_log_probs
+from perflab.prover.links.search import BeamSearch, ClosingSearch, SparseClosingSearch, differences, successor_log_probs
 from perflab.prover.links.study import FLOOR, SEARCHES, throughput
 
 LIMITS = [dict(max_atoms=4, max_derived=6, max_fact_matches=3), dict(max_atoms=3, max_derived=3, max_fact_matches=1),
@@ -250,15 +250,17 @@ def test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs():
 
     from perflab.kit.compiles import count_compiles
 
-    want = BeamSearch(engine, policy, 8, 2).score(cands, batch=64)
+    # beam S at depth 2: every child kept, so no tie between inductor's and eager's scores can choose other beams; a
+    # depth at near-tied proof scores is allowed (`search.differences`), anything else is not (review W3)
+    want = BeamSearch(engine, policy, engine.S, 2).score(cands, batch=64)
     reset()
-    for search in (ClosingSearch(engine, policy, 8, 2, compile="reduce-overhead", backend="inductor"),
-                   SparseClosingSearch(engine, policy, 8, 2)):
+    for search in (ClosingSearch(engine, policy, engine.S, 2, compile="reduce-overhead", backend="inductor"),
+                   SparseClosingSearch(engine, policy, engine.S, 2)):
         skips0 = counters["inductor"]["cudagraph_skips"]
         with count_compiles() as cc:
-            for _ in range(2):                         # chunks of 8 candidates: three generations per call
+            for _ in range(2):                         # chunks of 64 // S candidates: several generations per call
                 got = search.score(cands, batch=64)
-                assert torch.equal(got.proven, want.proven) and torch.equal(got.depth, want.depth)
+                assert differences(got, want)[0] == 0, differences(got, want)
                 torch.testing.assert_close(got.score, want.score, rtol=1e-5, atol=1e-5)
         if type(search) is ClosingSearch:
             # ClosingSearch's chunk under CUDA graphs recorded and none skipped (review W1): eager code would pass

@@ -332,8 +332,7 @@ def test_the_title_names_the_folder_in_the_project_never_a_path_of_this_machine(
     assert build(tmp_path).startswith(f"# perflab report: `{tmp_path.name}`\n")   # the project itself: its name
     monkeypatch.setenv("PERFLAB_ROOT", str(tmp_path / "elsewhere"))
     assert build(inside).startswith("# perflab report: `abc`\n")             # outside the project: its name
-    import gzip                                                               # committed evidence: results gzipped
-    rows = inside / "results.jsonl"
-    (inside / "results.jsonl.gz").write_bytes(gzip.compress(rows.read_bytes()))
+    rows = inside / "results.jsonl"                                           # committed evidence: rows gzipped
+    (inside / "results.jsonl.gz").write_bytes(__import__("gzip").compress(rows.read_bytes()))
     rows.unlink()
     assert "from `results.jsonl.gz` (1 rows" in build(inside)

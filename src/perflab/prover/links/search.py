@@ -68,6 +68,25 @@ class SearchResult:
         return torch.where(self.proven, self.score - self.log_weight, torch.zeros_like(self.score))
 
 
+SCORE_TOL = 1e-5  # two searches' scores of one proof agree to this (module doc: the order of float32 sums)
+
+
+def differences(a: SearchResult, b: SearchResult, tol: float = SCORE_TOL) -> tuple[int, int]:
+    """Two searches' results of the same candidates: (differences, near ties). A difference is a proven flag or a
+    depth that differs, except a depth of a candidate both prove whose two best scores differ, by at most `tol`, but
+    not exactly: a near tie, counted apart. The searches share their first depth - 1 steps (`expand`: the same code on
+    the same shapes keeps the same beams) and test every child of the last step, so ties cannot reach which candidates
+    are proved; which proof is best can: a proof of the last step whose score is within float rounding of an earlier
+    one wins (`_best_proof`: strictly better) in one search and loses in the other, where the two compute the last
+    step's scores differently (a GPU's kernels, the closing step's table rows). Equal scores mean equal arithmetic,
+    so no tie could choose there: a depth that differs at an exactly equal score is a difference."""
+    flags = a.proven.cpu() != b.proven.cpu()
+    depths = a.depth.cpu() != b.depth.cpu()
+    gap = (a.score.cpu().double() - b.score.cpu().double()).abs()
+    near = depths & a.proven.cpu() & b.proven.cpu() & (gap > 0) & (gap <= tol * (1 + b.score.cpu().double().abs()))
+    return int(flags.sum() + (depths & ~near).sum()), int(near.sum())
+
+
 class BeamSearch:
     """`width` proofs per candidate, `depth` steps (module doc). Compile mode and backend as GreedyStep's."""
 
