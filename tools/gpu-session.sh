@@ -11,14 +11,16 @@
 #                                              # .git; .whl, or a stand-in wheel; no network), run here up to where
 #                                              # CUDA is needed: it must stop there with "no CUDA" after the wheels,
 #                                              # kernel spec, imports and the runner's plan, and what it leaves in $OUT
-#                                              # must come back (make test runs it: tests/runner/test_gpu_window.py)
+#                                              # must come back (make test runs it: tests/tools/test_gpu_window.py)
 #   bash tools/gpu-session.sh prepare          # empties .whl/, fetches the pinned wheels the GPU image lacks
 #                                              # (tools/gpu-wheels.txt; tools/gpu-image.txt: what the image has) for
 #                                              # CPython 3.11, 3.12 and 3.13 (pure ones in .whl/, binary ones in
 #                                              # .whl/cpXY/), checks that each Python's set is closed under its
 #                                              # requirements with the image's packages and installs offline, one
 #                                              # version each, and writes .whl/COMMIT (the commit the copy is made
-#                                              # of: the copy has no .git)
+#                                              # of: the copy has no .git); each file must be the one
+#                                              # tools/gpu-wheels.lock holds (sha256; after a pin
+#                                              # changes: python -m gpuwindow wheels lock .whl)
 # There, one call each (carry .whl and .gpu-res; timeout_s 600):
 #   bash tools/gpu-session.sh smoke            # the quick GPU tests + all six notebooks on params/gpu-smoke/
 #   bash tools/gpu-session.sh tests            # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;

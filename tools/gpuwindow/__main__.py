@@ -26,8 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--root", type=Path, default=Path("."))
     k = sub.add_parser("comeback", help="whether every file in OUT comes back from the host; exit 1 if not")
     k.add_argument("out", type=Path)
-    w = sub.add_parser("wheels", help="fetch the pinned wheels for each Python, or check a folder of them")
-    w.add_argument("action", choices=("fetch", "check"))
+    w = sub.add_parser("wheels", help="fetch the pinned wheels for each Python, check a folder of them, or write its "
+                                      "lock (tools/gpu-wheels.lock: after a pin changes)")
+    w.add_argument("action", choices=("fetch", "check", "lock"))
     w.add_argument("folder", type=Path)
     w.add_argument("--pins", type=Path, default=None)
     w.add_argument("--image", type=Path, default=None)
@@ -110,6 +111,17 @@ def _wheels(args) -> int:
         print(f"{args.folder}: " + ", ".join(f"{n} in {d}" for d, n in got.items()))
     leave_out = wheels.left_out(args.pins or root / wheels.PINS)
     problems, assumed = wheels.check(args.folder, pins, image, pythons, leave_out)
+    lock = root / wheels.LOCK
+    if args.action == "lock":
+        if problems:
+            print("wheels: not locked: " + "; ".join(problems), file=sys.stderr)
+            return 1
+        lock.write_text("# tools/gpu-wheels.txt's wheels as fetched (python -m gpuwindow wheels lock .whl): folder/file, "
+                        "bytes, sha256\n" + "\n".join(wheels.lock_lines(args.folder)) + "\n")
+        print(f"{lock}: {len(wheels.read_lock(lock))} files")
+        return 0
+    if not args.pins and lock.exists() and set(pythons) == set(wheels.PYTHONS):
+        problems += wheels.lock_problems(args.folder, wheels.read_lock(lock))
     for line in problems:
         print(f"wheels: {line}", file=sys.stderr)
     size = sum(f.stat().st_size for f in args.folder.rglob("*.whl")) / 2**20

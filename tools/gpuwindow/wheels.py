@@ -28,6 +28,7 @@ from pathlib import Path
 PYTHONS = ("3.11", "3.12", "3.13")
 PINS = Path("tools") / "gpu-wheels.txt"
 IMAGE = Path("tools") / "gpu-image.txt"
+LOCK = Path("tools") / "gpu-wheels.lock"   # each file fetched: its folder, name, bytes and sha256
 # manylinux tags pip matches exactly: the host's glibc is 2.39 (the last GPU run's platform string)
 PLATFORMS = ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64", "linux_x86_64",
              *(f"manylinux_2_{n}_x86_64" for n in range(5, 40))]
@@ -107,6 +108,35 @@ def fetch(dest: Path, pins: dict[str, str], pythons=PYTHONS, pip: list[str] | No
                 if not to.exists():
                     shutil.move(str(f), to)
     return {str(d.relative_to(dest)) or ".": len(list(d.glob("*.whl"))) for d in [dest, *sorted(dest.glob("cp*"))]}
+
+
+def lock_lines(dest: Path) -> list[str]:
+    """`folder/file bytes sha256` of every wheel in `dest` (the lock: what `fetch` must bring again, byte for byte)."""
+    import hashlib
+
+    dest = Path(dest)
+    return [f"{f.relative_to(dest).as_posix()} {f.stat().st_size} {hashlib.sha256(f.read_bytes()).hexdigest()}"
+            for f in sorted(dest.rglob("*.whl"))]
+
+
+def read_lock(path: Path = LOCK) -> dict[str, tuple[int, str]]:
+    """{folder/file: (bytes, sha256)} of tools/gpu-wheels.lock."""
+    found = {}
+    for line in Path(path).read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, size, sha = line.split()
+            found[name] = (int(size), sha)
+    return found
+
+
+def lock_problems(dest: Path, lock: dict[str, tuple[int, str]]) -> list[str]:
+    """How the wheels in `dest` differ from the lock (a release replaced, a file the lock does not know)."""
+    got = {n: (int(s), h) for n, s, h in (line.split() for line in lock_lines(dest))}
+    bad = [f"{n}: not the locked file (sha256 {got[n][1][:12]}..., locked {lock[n][1][:12]}...)"
+           for n in sorted(set(got) & set(lock)) if got[n] != lock[n]]
+    bad += [f"{n}: fetched, not in {LOCK}" for n in sorted(set(got) - set(lock))]
+    bad += [f"{n}: in {LOCK}, not fetched" for n in sorted(set(lock) - set(got))]
+    return bad
 
 
 def wheel_set(dest: Path, python: str) -> list[Path]:
