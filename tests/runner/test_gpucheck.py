@@ -258,3 +258,21 @@ def test_a_test_the_alarm_cannot_reach_is_stopped_when_the_run_falls_silent(tmp_
     rc, line = gpu_tests.run_gpu_tests(tmp_path / "out", {"commit": "abc", "dirty": False}, tests, test_timeout=1)
     assert rc == gpu_tests.STUCK and line.startswith("stopped: no output for 7 s") and time.monotonic() - t0 < 60
     assert "Timeout" in (tmp_path / "out" / "gpu-tests.txt").read_text()     # faulthandler's stacks, before the stop
+
+
+@pytest.mark.slow  # one notebook executed (~5 s)
+def test_gpu_check_runs_the_cards_own_preset_where_it_has_one(nb_dir, tmp_path, monkeypatch, capsys):
+    # --params gpu on an H200 runs params/gpu-h200/ (issue 51 item 5): read from the device, said, and recorded
+    params = nb_dir.parent / "params"
+    (params / "gpu").mkdir(parents=True)
+    (params / "gpu" / "tiny.yaml").write_text("n: 4\nlabel: h100\n")
+    (params / "gpu-testgpu").mkdir()
+    (params / "gpu-testgpu" / "tiny.yaml").write_text("base: gpu\nlabel: bigger\n")
+    monkeypatch.setattr(gpucheck, "gpu_kind", lambda: "testgpu")
+    monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "c" * 40, "dirty": False})
+    out = tmp_path / "out"
+    assert main(["gpu-check", "tiny", "--notebooks", str(nb_dir), "--params", "gpu", "--out", str(out),
+                 "--no-progress", "--no-tests"]) == 0
+    assert "a testgpu: preset 'gpu-testgpu' (params/gpu-testgpu/) for 'gpu'" in capsys.readouterr().out
+    run = next(r for r in read_rows(out / "results.jsonl") if r.get("kind") == "run")
+    assert run["params"]["n"] == 4 and run["params"]["label"] == "bigger"       # the base's n, the card's label

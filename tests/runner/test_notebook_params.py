@@ -2,6 +2,7 @@
 studies to keep), its parameters cell agrees with that dataclass (names, order, types, defaults, help), and its GPU
 presets name only known parameters with valid values (the dataclass's own rules included)."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +114,25 @@ def test_papermill_alone_stops_at_setup_when_setup_would_not_read_what_the_run_r
     assert o.ok, o.describe()
     rows = [json.loads(line) for line in (tmp_path / "o3" / "results.jsonl").read_text().splitlines()]
     assert {r.get("kind"): r.get("params_set") for r in rows}["value"] == {"n": 4}
+
+
+def test_a_cards_preset_extends_its_base_and_is_picked_by_the_card(tmp_path):
+    # params/gpu-h200/ says `base: gpu` and what an H200's memory changes (issue 51 item 5)
+    from perflab.kit.params import ParameterError
+    from perflab.runner.catalog import kind_preset, load_preset_file
+
+    params = Path(__file__).resolve().parents[2] / "params"
+    h100 = load_preset_file(params / "gpu" / "06_latentwire_amp.yaml")
+    h200 = load_preset_file(params / "gpu-h200" / "06_latentwire_amp.yaml")
+    assert "base" not in h200 and h200["mem_budget_gb"] > h100["mem_budget_gb"] and h200["max_batch"] == 1024
+    assert {k: v for k, v in h200.items() if k not in ("mem_budget_gb", "max_batch")} == \
+        {k: v for k, v in h100.items() if k not in ("mem_budget_gb", "max_batch")}
+    assert kind_preset("gpu", "h200") == "gpu-h200" and kind_preset("gpu", "h100") == "gpu"
+    assert kind_preset("gpu-smoke", "h200") == "gpu-smoke" and kind_preset(None, "h200") is None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "n.yaml").write_text("base: b\nx: 1\n")
+    with pytest.raises(ParameterError, match="base 'b' has no b/n.yaml to extend"):
+        load_preset_file(tmp_path / "a" / "n.yaml")
+    (tmp_path / "a" / "n.yaml").write_text("base: a\n")
+    with pytest.raises(ParameterError, match="extends itself"):
+        load_preset_file(tmp_path / "a" / "n.yaml")

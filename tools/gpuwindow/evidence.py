@@ -65,7 +65,7 @@ def compact(root: Path) -> list[str]:
             with gzip.GzipFile(to, "wb", mtime=0) as z:
                 z.write((f"# Not killed\n\nThe mutants of {rel}/REPORT.md that no test killed, with their diffs.\n\n"
                          + tail.lstrip("\n")).encode())
-            n = tail.count("\n### ") + tail.lstrip("\n").startswith("### ")
+            n = sum(line.startswith("### ") for line in tail.splitlines())
             f.write_text(head.rstrip() + f"\n\n## Not killed\n\n{n} mutants, each with its diff: `NOT-KILLED.md.gz` beside "
                          "this report (`zcat`), written with it by `mutation/mutate.py --report`.\n")
             subprocess.run(["git", "add", str(f), str(to)], cwd=root, check=True)

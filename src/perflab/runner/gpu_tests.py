@@ -87,7 +87,8 @@ def run_gpu_tests(out: Path, commit: dict, tests: Path | None = None, *, test_ti
     tests = tests or repo_root() / "tests"
     part, log_path = test_part(), test_log(out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", *pytest_selection(part, tests), "-p", "no:cacheprovider",
+    # -v: each test's node id as it starts (the log grows at every start: the silence watched is the test's own)
+    cmd = [sys.executable, "-m", "pytest", "-v", "-m", "gpu", *pytest_selection(part, tests), "-p", "no:cacheprovider",
            f"--junitxml={log_path.with_suffix('.xml')}"]
     if test_timeout:  # pytest-timeout (the image has it; pyproject's dev extra pins it)
         cmd += [f"--timeout={test_timeout:g}", "--timeout-method=signal",
