@@ -56,6 +56,7 @@ KERNELS=${GPU_SESSION_KERNELS:-/tmp/jk}      # the perflab kernel spec there
 WORK=${GPU_SESSION_WORK:-/tmp/w}             # the copy of the tree the runner runs in
 DEADLINE=${GPU_SESSION_DEADLINE:-540}        # seconds from the call's start to its last line
 PACK_S=${GPU_SESSION_PACK_S:-40}             # of which kept for packing and the summary after the runner stops
+IMPORT_S=${GPU_SESSION_IMPORT_S:-120}        # the start's import check at most (~5 s on a host; rehearse: longer)
 MAX_MIB=${GPU_SESSION_MAX_MIB:-16}           # the largest file that comes back from $OUT
 MAX=$((MAX_MIB * 1024 * 1024))
 CACHE_PARTS=${GPU_SESSION_CACHE_PARTS:-2}    # cache files at most (8 files and 64 MiB come back; 64 MiB travel in)
@@ -135,9 +136,11 @@ print(device_kind(pick_device('cuda')))" 2>/dev/null)
          PATH=$SITE/bin:$PATH PERFLAB_COMMIT=$(cat .whl/COMMIT) PERFLAB_GPU_TESTS=$tests
   # every module the notebooks, the package and the tests import (torch and the image's packages too), one by one:
   # a broken or missing one stops the call here within seconds, named, before six notebooks fail on it
-  (cd "$WORK" && PYTHONPATH=$PYTHONPATH:$WORK/tools timeout -k 5 120 "$PY" -m gpuwindow imports --root .) >> "$log" 2>&1 \
-    || fail imports "$(tail -1 "$log")"
-  (cd "$WORK" && timeout -k 5 60 "$PY" -c "import perflab.runner.cli") >> "$log" 2>&1 || fail imports "$(tail -1 "$log")"
+  (cd "$WORK" && PYTHONPATH=$PYTHONPATH:$WORK/tools timeout -k 5 "$IMPORT_S" "$PY" -m gpuwindow imports --root . \
+     && timeout -k 5 "$IMPORT_S" "$PY" -c "import perflab.runner.cli") >> "$log" 2>&1
+  rc=$?
+  [ "$rc" = 124 ] || [ "$rc" = 137 ] && fail imports "not done in ${IMPORT_S} s (a hung import: see log.txt)"
+  [ "$rc" = 0 ] || fail imports "$(tail -1 "$log")"
   say "$(grep '^imports:' "$log" | tail -1 | cut -c1-150)"
   local left=$((DEADLINE - PACK_S - (SECONDS - t0)))
   [ "$left" -gt 30 ] || fail time "only $left s left for the runner after the start"
@@ -208,6 +211,7 @@ WHEEL
   fi
   (cd "$tmp/tree" && env -u PYTHONPATH GPU_SESSION_RES="$tmp/res" OUT="$tmp/out" GPU_SESSION_SITE="$tmp/site" \
      GPU_SESSION_KERNELS="$tmp/jk" GPU_SESSION_WORK="$tmp/w" GPU_SESSION_PYTHON="$py" PIP_NO_INDEX=1 \
+     GPU_SESSION_IMPORT_S="${GPU_SESSION_IMPORT_S:-600}" \
      bash tools/gpu-session.sh "${@:-smoke}") > "$tmp/call.txt" 2>&1
   rc=$?
   sed 's/^/  | /' "$tmp/call.txt"
