@@ -9,11 +9,23 @@ Counts come from dynamo's own compile callbacks (each compile carries an id "fra
 attempt above 0 is a recompile of a frame already compiled) and from its `unique_graphs` counter;
 CUDA-graph recordings (mode="reduce-overhead") come from the same callbacks' CUDAGRAPH_RECORDING trigger.
 
+`count_compiles(details=True)` also keeps, per compile, what a diagnosis needs (`.events`, `CompileEvent`): the user's
+stack when it began (`perflab.kit.frames`: the line that called the compiled function, or for a graph break's resume
+function the line of the break), its seconds, the code object compiled, and dynamo's own recompile reason ("tensor 'x'
+size mismatch at index 0. expected 64, actual 37": `torch._dynamo.utils.get_compilation_metrics()`); and every graph
+break dynamo logs (`.graph_breaks`, `GraphBreak`: the user's file and line and the reason, read from dynamo's
+"graph_breaks" log, which it writes for a block only: its logger is turned on and captured there, and left as it was).
+
 `same_draws_options()`: inductor options under which a compiled graph draws the same random numbers as eager.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
+import logging
+import re
+import sys
+import time
 
 import torch
 import torch._dynamo  # noqa: F401  (registers the callback handler)
@@ -22,6 +34,68 @@ from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import CustomGraphPass, get_hash_for_files
 
 from .cudagraphs import note_reset
+from .frames import Site, user_stack
+
+
+@dataclasses.dataclass
+class CompileEvent:
+    """One compile (`count_compiles(details=True)`): which, where it began, how long, why."""
+    compile_id: str
+    recompile: bool
+    stack: tuple = ()                 # the user's frames when it began, innermost first (perflab.kit.frames)
+    seconds: float = 0.0
+    code: Site | None = None          # the code object dynamo compiled (its file, first line, name)
+    reason: str | None = None         # dynamo's recompile reason (the guard that failed)
+    cudagraph: bool = False           # a CUDA-graph recording, not a dynamo compile
+
+
+@dataclasses.dataclass
+class GraphBreak:
+    """A graph break as dynamo logs it: the user's file and line, and the reason (its first line; `.detail`: all)."""
+    site: Site
+    reason: str
+    detail: str = ""
+
+
+_BREAK = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*\n\s*Graph Break Reason: (?P<reason>.*)", re.S)
+
+
+class _BreakLog(logging.Handler):
+    """Dynamo's "graph_breaks" artifact log, captured for a block (its loggers on at DEBUG, not propagated)."""
+
+    def __init__(self, into: list):
+        super().__init__(logging.DEBUG)
+        self.into = into
+        self.loggers = [logging.getLogger(q) for q in _artifact_loggers("graph_breaks")]
+        self.saved = []
+
+    def emit(self, record) -> None:
+        m = _BREAK.search(record.getMessage())
+        if m:
+            text = m["reason"].strip()
+            first = text.splitlines()[0] if text else ""
+            self.into.append(GraphBreak(Site(m["file"], int(m["line"]), ""), first, text))
+
+    def __enter__(self):
+        for lg in self.loggers:
+            self.saved.append((lg, lg.level, lg.propagate))
+            lg.setLevel(logging.DEBUG)
+            lg.propagate = False
+            lg.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for lg, level, propagate in self.saved:
+            lg.removeHandler(self)
+            lg.setLevel(level)
+            lg.propagate = propagate
+        self.saved = []
+
+
+def _artifact_loggers(artifact: str) -> list[str]:
+    from torch._logging._internal import log_registry
+
+    return sorted(q for q in log_registry.artifact_log_qnames if q.endswith(f".__{artifact}"))
 
 
 @dataclasses.dataclass
@@ -31,6 +105,9 @@ class CompileCounter:
     graphs: int = 0              # FX graphs produced (a graph break makes several per frame)
     cudagraph_recordings: int = 0  # CUDA graphs recorded (reduce-overhead); 0 on CPU
     compile_ids: list = dataclasses.field(default_factory=list)
+    details: bool = False        # keep `.events` and `.graph_breaks` (module doc)
+    events: list = dataclasses.field(default_factory=list)        # CompileEvent per compile (details)
+    graph_breaks: list = dataclasses.field(default_factory=list)  # GraphBreak per break logged (details)
 
     def _on_start(self, args) -> None:
         trig = args.callback_trigger
@@ -41,18 +118,59 @@ class CompileCounter:
                 self.recompiles += 1
         elif trig == CallbackTrigger.CUDAGRAPH_RECORDING:
             self.cudagraph_recordings += 1
+        if self.details and trig in (CallbackTrigger.DYNAMO, CallbackTrigger.CUDAGRAPH_RECORDING):
+            self.events.append(CompileEvent(str(args.compile_id), _attempt(args.compile_id) > 0,
+                                            user_stack(sys._getframe(1)),
+                                            cudagraph=trig == CallbackTrigger.CUDAGRAPH_RECORDING))
+            self._started = time.perf_counter()
+
+    def _on_end(self, args) -> None:
+        if self.events and self._started is not None:
+            self.events[-1].seconds = time.perf_counter() - self._started
+            self._started = None
 
     def __enter__(self) -> CompileCounter:
         self._graphs0 = counters["stats"]["unique_graphs"]
         callback_handler.register_start_callback(self._on_start)
+        if self.details:
+            self._started = None
+            callback_handler.register_end_callback(self._on_end)
+            self._breaks = _BreakLog(self.graph_breaks).__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         callback_handler.remove_start_callback(self._on_start)
         self.graphs = counters["stats"]["unique_graphs"] - self._graphs0
+        if self.details:
+            callback_handler.remove_end_callback(self._on_end)
+            self._breaks.__exit__(*exc)
+            _add_metrics(self.events)
+
+    def reasons(self) -> collections.Counter:
+        """{dynamo's recompile reason: recompiles} (details)."""
+        return collections.Counter(e.reason or "(no reason recorded)" for e in self.events if e.recompile)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "compile_ids"}
+        return {k: v for k, v in dataclasses.asdict(self).items()
+                if k not in ("compile_ids", "details", "events", "graph_breaks")}
+
+
+def _add_metrics(events: list) -> None:
+    """Each compile's code object and recompile reason, from dynamo's record of its last compiles."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+        metrics = {str(m.compile_id): m for m in get_compilation_metrics()}
+    except (ImportError, AttributeError):   # not this torch's: the events keep what the callbacks saw
+        return
+    for e in events:
+        m = metrics.get(e.compile_id)
+        if m is None:
+            continue
+        if getattr(m, "co_filename", None):
+            e.code = Site(m.co_filename, int(m.co_firstlineno or 0), m.co_name or "")
+        reason = getattr(m, "recompile_reason", None)
+        if reason:   # "0/0: tensor 'x' size mismatch ...": the guard of the earlier compile it failed
+            e.reason = reason.split(": ", 1)[1] if re.match(r"^\[?\d+/\d+\]?: ", reason) else reason
 
 
 def _attempt(compile_id: str) -> int:
@@ -64,9 +182,10 @@ def _attempt(compile_id: str) -> int:
     return int(digits) if digits else 0
 
 
-def count_compiles() -> CompileCounter:
-    """Context manager: compiles, recompiles, graphs and CUDA-graph recordings inside the block."""
-    return CompileCounter()
+def count_compiles(details: bool = False) -> CompileCounter:
+    """Context manager: compiles, recompiles, graphs and CUDA-graph recordings inside the block; `details` also keeps
+    each compile's line, time and reason, and the graph breaks (module doc)."""
+    return CompileCounter(details=details)
 
 
 def reset() -> None:

@@ -72,6 +72,7 @@ FREED = ("Error: accessing tensor output of CUDAGraphs that has been overwritten
          "torch.compiler.cudagraph_mark_step_begin() before each model invocation.")
 
 _CHECK: _Lifetimes | None = None   # the active check, if any
+ASKED = [0]   # times uses_cudagraphs was asked about a CUDA-graph mode: a step built so may replay graphs (diagnose)
 
 
 def checking() -> bool:
@@ -84,6 +85,7 @@ def uses_cudagraphs(compile: str, backend: str, device) -> bool:
     reduce-overhead or max-autotune on CUDA; under `check_lifetimes()`, any backend on any device."""
     if compile not in CUDAGRAPH_MODES:
         return False
+    ASKED[0] += 1
     return checking() or (backend == "inductor" and torch.device(device).type == "cuda")
 
 

@@ -26,6 +26,13 @@ device the block runs on; default: CUDA when present, else the CPU):
   A `copy_` between two CPU tensors is not counted on a CPU run (host and device are one memory there);
   `count_host_operands()` on the meta device sees those.
 
+`sites=True` also records where each sync was made: `.by_site` counts (op, stack) pairs, the stack being the user's
+frames of the call (`perflab.kit.frames.user_stack`: innermost first, outside torch and the kit), so a report can name
+the line (`.sites()`: {(op, innermost Site): count}). It costs a walk up the frames per sync, nothing per other call.
+A read that torch's optimizers make of their step counters (0-d host tensors unless `capturable` or `fused`, so no
+device sync on a GPU either: `torch.optim.optimizer._get_value`) is kept apart, in `.host_reads`, not in `.by_site`
+(`.by_op` and `.total` count it as before).
+
 It is a `TorchFunctionMode`: it sees calls made in eager mode, not inside a compiled graph. On CUDA,
 `cuda_debug=True` also turns on `torch.cuda.set_sync_debug_mode("warn")` and counts the warnings
 "called a synchronizing CUDA operation" that torch raises (`.cuda_debug_warnings`), a second opinion
@@ -42,12 +49,16 @@ any value read back (`.item()`, `nonzero`) raises there.
 from __future__ import annotations
 
 import collections
+import os
+import sys
 import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+from .frames import Site, calling_frame, user_stack
 
 T = torch.Tensor
 
@@ -187,6 +198,13 @@ def is_sync_warning(message) -> bool:
 
 
 _ACTIVE: list[HostSyncCounter] = []
+_OPTIM = os.sep + os.path.join("torch", "optim") + os.sep
+
+
+def _host_side(args, frame) -> bool:
+    """A torch optimizer reading its step counter: a 0-d host tensor read from torch/optim (module doc)."""
+    t = args[0] if args and isinstance(args[0], T) else None
+    return t is not None and t.device.type == "cpu" and t.dim() == 0 and _OPTIM in frame.f_code.co_filename
 
 
 def note_sync(name: str) -> None:
@@ -194,6 +212,8 @@ def note_sync(name: str) -> None:
     active counter, so counts stay the same on CPU and GPU."""
     for c in _ACTIVE:
         c.by_op[name] += 1
+        if c.record_sites:
+            c.record(name, calling_frame(sys._getframe(1)))
 
 
 class _SyncMode(TorchFunctionMode):
@@ -206,16 +226,24 @@ class _SyncMode(TorchFunctionMode):
         name = _classify(func, args, kwargs, self.counter.device)
         if name is not None:
             self.counter.by_op[name] += 1
+            if self.counter.record_sites and not torch.compiler.is_compiling():
+                caller = calling_frame(sys._getframe(1))
+                self.counter.record(name, caller, _host_side(args, caller))
         return func(*args, **kwargs)
 
 
 class HostSyncCounter:
-    """Result of `count_host_syncs()`: `.total` and `.by_op` (a Counter of sync kinds)."""
+    """Result of `count_host_syncs()`: `.total` and `.by_op` (a Counter of sync kinds); with `sites=True`, `.by_site`
+    (a Counter of (kind, user stack)) and `.sites()`."""
 
-    def __init__(self, device: torch.device | str | None = None, cuda_debug: bool | None = None):
+    def __init__(self, device: torch.device | str | None = None, cuda_debug: bool | None = None, sites: bool = False):
         # the default is env.pick_device("auto"), written out: env.synchronize reports to this module
         self.device = torch.device(device if device is not None else "cuda" if torch.cuda.is_available() else "cpu")
         self.by_op: collections.Counter[str] = collections.Counter()
+        self.record_sites = sites
+        self.by_site: collections.Counter[tuple[str, tuple[Site, ...]]] = collections.Counter()
+        self.host_reads: collections.Counter[tuple[str, tuple[Site, ...]]] = collections.Counter()  # optimizers'
+        self.callers: dict = collections.defaultdict(collections.Counter)   # key -> {(file, line) of the call: n}
         # CUDA's own second opinion (sync debug mode): on by default where the compute device is CUDA
         self.cuda_debug = (self.device.type == "cuda" if cuda_debug is None else cuda_debug) and torch.cuda.is_available()
         self.cuda_debug_warnings = 0
@@ -227,6 +255,20 @@ class HostSyncCounter:
     @property
     def total(self) -> int:
         return sum(self.by_op.values())
+
+    def record(self, name: str, caller, host_side: bool = False) -> None:
+        """One sync of kind `name` made from frame `caller` (with sites): its user stack, and the exact line that
+        made it (`.callers`: library or not, where the time of the call itself is spent)."""
+        key = (name, user_stack(caller))
+        (self.host_reads if host_side else self.by_site)[key] += 1
+        self.callers[key][(caller.f_code.co_filename, caller.f_lineno)] += 1
+
+    def sites(self) -> collections.Counter[tuple[str, Site | None]]:
+        """{(kind, the innermost user frame or None): count} (with `sites=True`)."""
+        out: collections.Counter = collections.Counter()
+        for (name, stack), n in self.by_site.items():
+            out[(name, stack[0] if stack else None)] += n
+        return out
 
     def __enter__(self) -> HostSyncCounter:
         self._patch_cuda_synchronize()
@@ -256,6 +298,8 @@ class HostSyncCounter:
 
         def counted_synchronize(*a, **k):
             self.by_op["synchronize"] += 1
+            if self.record_sites:
+                self.record("synchronize", calling_frame(sys._getframe(1)))
             if torch.cuda.is_available():
                 return orig(*a, **k)
 
@@ -265,15 +309,17 @@ class HostSyncCounter:
         return f"HostSyncCounter(total={self.total}, by_op={dict(self.by_op)})"
 
 
-def count_host_syncs(device: torch.device | str | None = None, cuda_debug: bool | None = None) -> HostSyncCounter:
+def count_host_syncs(device: torch.device | str | None = None, cuda_debug: bool | None = None,
+                     sites: bool = False) -> HostSyncCounter:
     """Context manager counting device-to-host synchronizations inside the block (see module doc); `device`
     is the compute device the block runs on (default: CUDA when present, else the CPU); `cuda_debug` (default:
-    when that device is CUDA) adds CUDA's sync debug mode's warnings (`.cuda_debug_warnings`).
+    when that device is CUDA) adds CUDA's sync debug mode's warnings (`.cuda_debug_warnings`); `sites` records the
+    user's line of each sync (`.by_site`, `.sites()`).
 
     `torch.cuda.synchronize()` and `perflab.kit.env.synchronize(device)` are counted as "synchronize" on
     every device (the former is a no-op inside the block on a CPU-only host).
     """
-    return HostSyncCounter(device, cuda_debug=cuda_debug)
+    return HostSyncCounter(device, cuda_debug=cuda_debug, sites=sites)
 
 
 class HostSyncError(AssertionError):
