@@ -18,8 +18,22 @@
     env         pick_device(), fingerprint(), synchronize()
     results     ResultsLog (the run's results.jsonl)
     profiling   profile()
+    diagnosing  diagnose(step) -> Diagnosis: why a step is slow, each cause at the user's line (`perflab.kit.diagnose`)
+    diagnosis   Diagnosis, Finding, cause_line(): what diagnose found, shown as a table, a figure, JSON
+    causes      the rules from what the counters saw to findings;  frames  the user's line;  sampling  time by line
     params      RunParams, validate(), parse_assignment(), load_preset(): the one validator
     paths       the repository, its notebooks and presets, a run's folder
     formatting  numbers as reports print them
     notebook    setup(name, globals(), Params): every notebook's first cell; open_run(), Run
 """
+
+
+def __getattr__(name: str):
+    """`perflab.kit.diagnose` (and `Diagnosis`, `cause_line`) without importing torch at `import perflab.kit`."""
+    if name == "diagnose":
+        from .diagnosing import diagnose
+        return diagnose
+    if name in ("Diagnosis", "Finding", "cause_line"):
+        from . import diagnosis
+        return getattr(diagnosis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -322,18 +322,20 @@ def _data_loading(ctx: _Context) -> list[Finding]:
     obs, out = ctx.obs, []
     loader = ctx.share(lambda stack, tag: tag == "loader")
     if loader is not None and loader.value >= DATA_SHARE:
-        inner = collections.Counter(st[0] for st, tag in zip(obs.sampler.stacks, obs.sampler.tags)
-                                    if tag == "loader" and st)
-        site = inner.most_common(1)[0][0] if inner else None
+        seen = [ctx.strip(st) for st, tag in zip(obs.sampler.stacks, obs.sampler.tags) if tag == "loader" and st]
+        entries = collections.Counter(_entry(st) for st in seen if st)
+        site = entries.most_common(1)[0][0] if entries else None
+        inner = collections.Counter(f"{st[0].function} ({st[0].short})" for st in seen if st and st[0] != site)
         fix, study = FIXES[DATA]
         out.append(Finding(DATA, site, "waiting for the DataLoader", None, loader,
                            evidence="line sampler: samples inside torch.utils.data", fix=fix, study=study,
-                           stack=(site,) if site else ()))
+                           stack=(site,) if site else (),
+                           detail=f"in the loader: {inner.most_common(1)[0][0]}" if inner else ""))
     builds: dict = collections.defaultdict(collections.Counter)
     for stack, n in obs.host_data.items():
         stack = ctx.strip(stack)
         if stack:
-            builds[_entry(ctx, stack)][stack] += n
+            builds[_entry(stack)][stack] += n
     for site, stacks in builds.items():   # any count: the step waits while the host builds its batch
         n = sum(stacks.values()) / ctx.k
         stack = stacks.most_common(1)[0][0]
@@ -370,11 +372,11 @@ def _called_under(ctx: _Context, site: Site, stack: tuple) -> str:
     return ", ".join(f"{name} x{n / ctx.k:.3g}" for name, n in named[:6]) or "no function of the user's"
 
 
-def _entry(ctx: _Context, stack: tuple) -> Site:
-    """The line of the step that leads to a build: the outermost frame of the stack that is not the whole step."""
-    for s in reversed(stack):
-        sh = ctx.at_line(s)
-        if sh is None or sh.value < 0.8:
+def _entry(stack: tuple) -> Site:
+    """The line of the step that leads to a build: the outermost frame of the stack (the step's own code), or the
+    first one inward that is not a one-statement wrapper (a lambda, `def step(): return trainer.step()`)."""
+    for s in reversed(stack[1:]):
+        if not _wrapper(s.file, s.line):
             return s
     return stack[0]
 
@@ -451,6 +453,23 @@ def _loop_at(file: str, line: int) -> tuple[int, int, str] | None:
         return None
     best = max(held, key=lambda n: (n.lineno, -(n.end_lineno or n.lineno)))
     return best.lineno, best.end_lineno or best.lineno, _function_at(file, best.lineno)
+
+
+@functools.lru_cache(maxsize=4096)
+def _wrapper(file: str, line: int) -> bool:
+    """Whether `line` is in a lambda, or a function whose body (its docstring aside) is one statement."""
+    tree = _tree(file)
+    if tree is None:
+        return False
+    held = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not held:
+        return False
+    fn = max(held, key=lambda n: n.lineno)
+    if isinstance(fn, ast.Lambda):
+        return True
+    body = [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant))]
+    return len(body) == 1
 
 
 @functools.lru_cache(maxsize=4096)

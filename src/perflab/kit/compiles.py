@@ -73,8 +73,7 @@ class _BreakLog(logging.Handler):
         m = _BREAK.search(record.getMessage())
         if m:
             text = m["reason"].strip()
-            first = text.splitlines()[0] if text else ""
-            self.into.append(GraphBreak(Site(m["file"], int(m["line"]), ""), first, text))
+            self.into.append(GraphBreak(Site(m["file"], int(m["line"]), ""), _reason(text), text))
 
     def __enter__(self):
         for lg in self.loggers:
@@ -90,6 +89,17 @@ class _BreakLog(logging.Handler):
             lg.setLevel(level)
             lg.propagate = propagate
         self.saved = []
+
+
+def _reason(text: str) -> str:
+    """A graph break's reason in one line: its kind and dynamo's explanation ("Failed to trace builtin operator:
+    Dynamo does not know how to trace builtin operator `print` ..."), not the generic "Encountered graph break when
+    attempting to trace CALL" that heads a break inside a call."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("Encountered graph break when attempting")] or lines
+    kind = lines[0] if lines else ""
+    why = next((ln.removeprefix("Explanation:").strip() for ln in lines if ln.startswith("Explanation:")), "")
+    return f"{kind}: {why}" if why and why != kind else kind
 
 
 def _artifact_loggers(artifact: str) -> list[str]:

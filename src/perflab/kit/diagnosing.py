@@ -39,7 +39,7 @@ from .compiles import CompileCounter, count_compiles
 from .cudagraphs import check_lifetimes
 from .diagnosis import Diagnosis
 from .env import pick_device
-from .frames import Site, is_user_file, library, stack_from_traceback, user_stack
+from .frames import Site, boundary, is_user_file, library, stack_from_traceback, user_stack
 from .judge import Measured
 from .launches import LaunchCounter, count_launches
 from .memory import device_memory, peak_memory
@@ -170,8 +170,8 @@ def diagnose(step: Callable[[], object] | None = None, *, setup: Callable[[], Ca
         raise ValueError(f"diagnose: need calls >= 1, warmup >= 1, budget > 0 and interval > 0, got calls={calls}, "
                          f"warmup={warmup}, budget={budget}, interval={interval}")
     dev = pick_device(device if device is not None else "auto")
-    outer = user_stack(sys._getframe(1))
-    with library(*library_modules):
+    outer = ()   # the caller's frames: cut off every stack by the boundary below
+    with library(*library_modules), boundary(sys._getframe(1)):
         asked = cudagraphs.ASKED[0]
         if setup is not None:
             step = _call_setup(setup)
@@ -235,11 +235,14 @@ def _observe(step, dev, calls, warmup, budget, floor, outer, interval) -> tuple[
         first = timed()
         plan_w = 1 if first * (warmup + MIN_TIMED + MIN_SAMPLED + 1) > budget else warmup
         warm = [first] + [timed() for _ in range(plan_w - 2)]
+        if plan_w == 1:
+            n_before = len(cc.events)
         with peak_memory(dev) as mem:   # the last warm-up call (the first timed one where there is no other)
             t = timed()
         if plan_w > 1:
             warm.append(t)
-        n_before = len(cc.events)
+        if plan_w > 1:
+            n_before = len(cc.events)
         est = min(warm[1:]) if len(warm) > 1 else first
         n_timed, n_sampled = _plan(est, calls, budget - spent, interval)
         if n_timed < calls or plan_w < warmup:

@@ -183,8 +183,7 @@ class Diagnosis:
 
         path = Path(path)
         fig = self.figure()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-        os.close(fd)
+        tmp = _temporary(path, ".png")
         try:
             fig.savefig(tmp, dpi=110)
             os.replace(tmp, path)
@@ -264,12 +263,23 @@ def _overhead_line(o: dict) -> str:
 def write_atomic(path: str | os.PathLike, text: str) -> Path:
     """`text` into `path`: a temporary file in the same folder, then renamed over it."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _temporary(path, ".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def _temporary(path: Path, suffix: str) -> str:
+    """An empty file beside `path` (its folder made if missing), with the permissions a new file gets here."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)
+    return tmp

@@ -8,7 +8,8 @@
 What counts as the user's code is everything else: the user's own files, a notebook cell, a third-party package
 other than torch, and a perflab study (its baseline, its optimized code and its engine library are the code a study
 measures). `library(*modules)` adds modules to the library for a block (`perflab diagnose --library`), for a user
-whose own library sits between their step and torch.
+whose own library sits between their step and torch. `boundary(frame)` cuts every stack below a frame for a block
+(diagnose: its caller's frames are not the step's).
 
 A stack is a tuple of Sites, innermost first; `user_stack()` costs a walk up the frames (about 1 us per frame; the
 kind of each file is cached), so the counters that record one per call do it only when asked (`sites=True`).
@@ -28,6 +29,7 @@ _PERFLAB = os.path.dirname(_KIT)
 _LIBRARY_DIRS: list[str] = [_KIT + os.sep, os.path.join(_PERFLAB, "runner") + os.sep]
 _STDLIB = [os.path.abspath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}]
 _EXTRA: list[str] = []        # library(...) prefixes, for a block
+_BOUNDARY: list = []          # boundary(frame): stacks stop below this frame (diagnose's caller), for a block
 _KIND: dict[str, bool] = {}   # filename -> is library (cache)
 
 
@@ -97,8 +99,9 @@ def is_user_file(file: str) -> bool:
 def user_stack(frame=None, limit: int = 12) -> tuple[Site, ...]:
     """The user's frames of the current call stack (or from `frame` up), innermost first, at most `limit`."""
     f = frame if frame is not None else sys._getframe(1)
+    stop = _BOUNDARY[-1] if _BOUNDARY else None
     out = []
-    while f is not None and len(out) < limit:
+    while f is not None and f is not stop and len(out) < limit:
         code = f.f_code
         if not _is_library(code.co_filename):
             out.append(Site(code.co_filename, f.f_lineno, code.co_qualname if hasattr(code, "co_qualname")
@@ -133,6 +136,17 @@ def _module_dir(module: str) -> str:
     if spec.submodule_search_locations:
         return os.path.dirname(origin) + os.sep
     return origin
+
+
+@contextlib.contextmanager
+def boundary(frame):
+    """Stacks taken inside the block stop below `frame` (exclusive): the frames of whoever called the code being
+    measured (a notebook cell, a test, the command) are not the measured code's."""
+    _BOUNDARY.append(frame)
+    try:
+        yield
+    finally:
+        _BOUNDARY.pop()
 
 
 @contextlib.contextmanager

@@ -12,6 +12,8 @@
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
     perflab compare A B [--out DIR]
     perflab battery [--reps N] [--budget S] [--load N] [--short] [--simulate N] [--out DIR]   (verdicts' error rates)
+    perflab diagnose MODULE:FUNCTION [--setup MODULE:FUNCTION] [--calls N] [--device D] [--json FILE] [--figure FILE]
+                                     (why a step is slow: each cause at its line, ranked by cost)
 
 Unknown notebooks, presets and parameters, names given where there are no notebooks, and a folder perflab must
 write into that is not writable are refused before anything runs, with one line (exit 2). A failing
@@ -138,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "with --reps 0)")
     p.add_argument("--out", type=Path, default=None, help="where BATTERY.md and battery.jsonl go "
                                                           "(default: outputs/local/battery)")
+
+    from .diagnose import add_parser
+    add_parser(sub)
     return ap
 
 
@@ -448,16 +453,29 @@ def _battery_simulated(args, out: Path) -> str:
             f"{sim.markdown(sim.summary(rows))}")
 
 
+def cmd_diagnose(args) -> int:
+    from . import diagnose
+
+    return diagnose.run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cmds = {"list": cmd_list, "run": cmd_run, "gpu-check": cmd_gpu_check, "report": cmd_report, "refresh": cmd_refresh,
-            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new, "battery": cmd_battery, "pages": cmd_pages}
+            "sweep": cmd_sweep, "compare": cmd_compare, "new": cmd_new, "battery": cmd_battery, "pages": cmd_pages,
+            "diagnose": cmd_diagnose}
+    from .diagnose import DiagnoseError
     from .gpucheck import NoGPU
     from .sweep import SweepError
 
     try:
         return cmds[args.cmd](args)
-    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError, NoGPU, NotWritable) as e:
+    except (nbs.NotebookError, ParameterError, SweepError, FileNotFoundError, NoGPU, NotWritable, DiagnoseError) as e:
+        print(f"perflab {args.cmd}: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 (diagnose's step or setup raised: its traceback from the user's frame)
+        if type(e).__name__ != "StepError":
+            raise
         print(f"perflab {args.cmd}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a notebook's execution (those are recorded where they stop)
