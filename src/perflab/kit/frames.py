@@ -129,7 +129,10 @@ def stack_from_traceback(tb) -> tuple[Site, ...]:
 
 def _module_dir(module: str) -> str:
     """The folder (a package) or file (a module) of an importable module, found without running it where possible."""
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:   # a parent package that is not there
+        spec = None
     if spec is None or not spec.origin:
         raise ModuleNotFoundError(f"no module named {module!r} (given as library)")
     origin = os.path.abspath(spec.origin)

@@ -30,8 +30,9 @@ device the block runs on; default: CUDA when present, else the CPU):
 frames of the call (`perflab.kit.frames.user_stack`: innermost first, outside torch and the kit), so a report can name
 the line (`.sites()`: {(op, innermost Site): count}). It costs a walk up the frames per sync, nothing per other call.
 A read that torch's optimizers make of their step counters (0-d host tensors unless `capturable` or `fused`, so no
-device sync on a GPU either: `torch.optim.optimizer._get_value`) is kept apart, in `.host_reads`, not in `.by_site`
-(`.by_op` and `.total` count it as before).
+device sync on a GPU either: `torch.optim.optimizer._get_value`), or that a DataLoader's sampler makes
+(`torch.randperm(n).tolist()`: the data side, before any copy to the device), is kept apart, in `.host_reads`, not in
+`.by_site` (`.by_op` and `.total` count it as before).
 
 It is a `TorchFunctionMode`: it sees calls made in eager mode, not inside a compiled graph. On CUDA,
 `cuda_debug=True` also turns on `torch.cuda.set_sync_debug_mode("warn")` and counts the warnings
@@ -199,12 +200,18 @@ def is_sync_warning(message) -> bool:
 
 _ACTIVE: list[HostSyncCounter] = []
 _OPTIM = os.sep + os.path.join("torch", "optim") + os.sep
+_DATA = os.sep + os.path.join("torch", "utils", "data") + os.sep
 
 
 def _host_side(args, frame) -> bool:
-    """A torch optimizer reading its step counter: a 0-d host tensor read from torch/optim (module doc)."""
+    """A read torch makes of a tensor that a GPU run keeps on the host too (module doc): an optimizer's step counter
+    (a 0-d host tensor read from torch/optim), a DataLoader's sampler or collate (torch/utils/data: before any copy
+    to the device)."""
     t = args[0] if args and isinstance(args[0], T) else None
-    return t is not None and t.device.type == "cpu" and t.dim() == 0 and _OPTIM in frame.f_code.co_filename
+    if t is None or t.device.type != "cpu":
+        return False
+    file = frame.f_code.co_filename
+    return (t.dim() == 0 and _OPTIM in file) or _DATA in file
 
 
 def note_sync(name: str) -> None:

@@ -20,6 +20,8 @@
     gpu_tests       `pytest -m gpu` in parts: each part's log, an earlier pass at this commit, REPORT.md's lead
     gpucheck        `perflab gpu-check`: the GPU tests, then the notebooks step, one folder of evidence (and its
                     compile caches); the preset of the card it finds
+    diagnose        `perflab diagnose`: a step's target resolved, diagnosed by the kit, its table, JSON and figure
+    reports         diagnose against the four seed reports: each study's steps, the reports' findings found or not
     cli             the argument parser: each command parses, then calls one function above
 
 A lent GPU window's tooling for a copy of the tree (what travels and comes back, the compile caches packed, the wheels,

@@ -121,6 +121,8 @@ def run(args) -> int:
                      lifetimes=args.lifetimes)
     except ModuleNotFoundError as e:   # a --library module
         raise DiagnoseError(f"--library: {e}") from e
+    except ValueError as e:   # diagnose's own refusal (the step's errors come as StepError)
+        raise DiagnoseError(str(e).removeprefix("diagnose: ")) from e
     print(d.table(top=args.top))
     if args.json is not None:
         print("written:", d.save(args.json))

@@ -60,3 +60,27 @@ def optimized_step(run=None, *, device=None, batch: int = 64, compile: str = "de
                    n_queries: int = 24, n_corruptions: int = 24, seed: int = 0):
     """One call of the fixed loop (`optimized.score_candidates`): every chunk padded to the batch."""
     return _step(optimized.score_candidates, run, device, batch, compile, backend, n_queries, n_corruptions, seed)
+
+
+# seed 001's findings (studies 3 and 4): the kind diagnose should name, and where ("file:text of the line")
+REPORT = [
+    dict(key="oom", words="The original code tried to process all 10,100 candidates in a single batch ... Memory "
+                          "requirement: ~12 GB (exceeds 8 GB GPU)",
+         mechanism=False, kind="memory", where=None,
+         why="memory against the device's: a finding needs a step's peak near the device's memory (25% of it here); "
+             "this CPU's 24 GB holds a 10,100-candidate batch of the engine's states, an 8 GB GPU does not. Study 3's "
+             "measured memory model sizes the batch and the fixed loop halves it on out-of-memory"),
+    dict(key="recompile", words="torch.compile(mode='reduce-overhead') uses CUDA graphs which are size-specific. Each "
+                                "unique batch size triggers a full recompilation.",
+         mechanism=True, kind="recompile", where="prover/evaluation/baseline.py:out = [rollout_full(step, candidates"),
+    dict(key="batch_1024", words="Batch size 1024: 3.450s, 3.37 ms/query <- 8x slower per query! ... Exceeds L2 cache, "
+                                 "causes memory thrashing",
+         mechanism=False, kind=None, where=None,
+         why="a batch-size sweep's finding (study 3 sweeps it), not a pattern of one step: diagnose times the step at "
+             "the size it is given"),
+    dict(key="early_exit", words="Each step takes ~42-45ms regardless of how many queries are done! ... processes ALL B "
+                                 "queries on every step",
+         mechanism=False, kind=None, where=None,
+         why="the algorithm: finished rows are computed because the loop keeps them (fixed shapes); no counter tells a "
+             "finished row's work from a live one's. Study 4 measures it (rows computed against rows active)"),
+]

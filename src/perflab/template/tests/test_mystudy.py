@@ -138,3 +138,21 @@ def test_the_notebook_imports_the_claims_in_its_first_code_cell():
     first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
     imported = [node.module for node in ast.parse(first).body if isinstance(node, ast.ImportFrom)]
     assert "mystudy.claims" in imported
+
+
+def test_the_baselines_diagnosis_names_its_host_sync_per_cluster_at_its_line():
+    """What `perflab diagnose --setup mystudy.diagnosis:baseline_step` names: the mask's sync at its line, k per
+    iteration; the optimized version has none there (its one sync per iteration is the convergence test's)."""
+    from perflab.kit import diagnose
+
+    from mystudy import baseline, diagnosis
+
+    source = Path(baseline.__file__).read_text().splitlines()
+    line = next(i for i, t in enumerate(source, 1) if "mine = points[assign == j]" in t)
+    sizes = {"n": 256, "dim": 4, "k": 8, "iters": 2}
+    kw = {"calls": 3, "warmup": 1, "budget": 5.0, "device": "cpu"}
+    d = diagnose(setup=lambda: diagnosis.baseline_step(**sizes), **kw)
+    [mask] = [f for f in d.findings if f.kind == "host sync" and f.where.line == line]
+    assert mask.count == 8 * 2 and "bool mask" in mask.op
+    o = diagnose(setup=lambda: diagnosis.optimized_step(**sizes), **kw)
+    assert not [f for f in o.findings if f.kind == "host sync" and f.where.file == mask.where.file]

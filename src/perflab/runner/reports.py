@@ -1,0 +1,273 @@
+"""`perflab diagnose` checked against the four seed reports: each study's baseline diagnosed, every finding of its
+report looked up among diagnose's at the kind and line it names, and each optimized version's diagnosis compared.
+
+    recorded = record(out_dir)        # every step of STUDIES diagnosed, one JSON each (outputs/diagnose/<commit>/)
+    print(page(out_dir))              # docs/diagnose.md: the tables, from the recorded JSON
+
+A report's finding (the `REPORT` list of the study's `diagnosis` module) gives the kind diagnose should name and where:
+"file:text" (the line of that file holding the text), or None (the step: launch-bound). It is found when a finding of
+that kind is at that line (`hot`: and its op names that function). Findings that are not mechanisms (the algorithm,
+a size sweep, precision) say why they are out of diagnose's reach; they are not in the found-rate.
+
+Each optimized version: every kind's amount per step beside the baseline's (host syncs, copies, ops, recompiles per
+step; a share where the kind has no count), and the kinds its code lacks by design (`Pair.lacks`): none of them may
+appear.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]       # src/perflab
+SYNC, COPY, RECOMPILE, GRAPH_BREAK = "host sync", "host-to-device copy", "recompile", "graph break"
+LAUNCH, LOOP, DATA = "launch-bound", "Python loop of small ops", "data loading"
+
+
+@dataclasses.dataclass(frozen=True)
+class Version:
+    name: str                  # its file's name under the recording folder: "<study>-<name>.json"
+    setup: str                 # "module:function": returns the step
+    kwargs: tuple = ()         # the builder's keywords, as (name, value) pairs
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    baseline: Version
+    optimized: tuple           # Versions
+    lacks: tuple = ()          # per optimized version (same order): the kinds its code lacks by design
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    key: str
+    seed: str
+    title: str
+    report: str                # "module:attribute" of the report's findings
+    pairs: tuple
+    library: tuple = ()        # modules counted as library (their callers' lines are named)
+
+
+def _v(name: str, setup: str, **kw) -> Version:
+    return Version(name, setup, tuple(sorted(kw.items())))
+
+
+STUDIES = (
+    Study("probe1d", "000", "Probe1D: notebooks 01 and 02", "perflab.probe1d.diagnosis:REPORT", (
+        Pair(_v("baseline", "perflab.probe1d.diagnosis:baseline_step"),
+             (_v("optimized", "perflab.probe1d.diagnosis:optimized_step"),), ((COPY, RECOMPILE, DATA),)),)),
+    Study("prover", "001", "prover evaluation: notebooks 03 (evaluation) and 04 (early exit)",
+          "perflab.prover.evaluation.diagnosis:REPORT", (
+              Pair(_v("eval-baseline", "perflab.prover.evaluation.diagnosis:baseline_step"),
+                   (_v("eval-optimized", "perflab.prover.evaluation.diagnosis:optimized_step"),), ((RECOMPILE,),)),
+              Pair(_v("early-exit-full", "perflab.prover.early_exit.diagnosis:baseline_step"),
+                   (_v("early-exit-recycle", "perflab.prover.early_exit.diagnosis:optimized_step"),), ((RECOMPILE,),))),
+          library=("perflab.prover.core",)),
+    Study("vae", "002", "mixture VAE: notebook 05", "perflab.vae.diagnosis:REPORT", (
+        Pair(_v("baseline", "perflab.vae.diagnosis:baseline_step"),
+             (_v("optimized", "perflab.vae.diagnosis:optimized_step"),
+              _v("captured", "perflab.vae.diagnosis:captured_step")),
+             ((SYNC, COPY, DATA), (SYNC, COPY, DATA, GRAPH_BREAK))),)),
+    Study("latentwire", "003", "LatentWire: notebook 06", "perflab.latentwire.diagnosis:REPORT", (
+        Pair(_v("baseline", "perflab.latentwire.diagnosis:baseline_step"),
+             (_v("optimized", "perflab.latentwire.diagnosis:optimized_step"),), ((SYNC, COPY),)),)),
+)
+
+
+def _load(spec: str):
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# ---- recording -----------------------------------------------------------------------------------------------
+def record(out: Path, studies=STUDIES, *, threads: int = 1, progress=print) -> dict[str, Path]:
+    """Diagnose every version of `studies` on the CPU (one torch thread: the machine's other core stays free for the
+    sampler and the load), writing `<out>/<study>-<version>.json`. -> {name: path}"""
+    import torch
+
+    from ..kit.compiles import reset
+    from ..kit.diagnosing import diagnose
+
+    torch.set_num_threads(threads)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for st in studies:
+        for pair in st.pairs:
+            for v in (pair.baseline, *pair.optimized):
+                reset()   # each version compiles from a clean cache, as a fresh process would
+                builder, kw = _load(v.setup), dict(v.kwargs)
+                d = diagnose(setup=lambda builder=builder, kw=kw: builder(device="cpu", **kw), device="cpu",
+                             library_modules=st.library, name=f"{v.setup}{'(' + str(kw) + ')' if kw else ''}")
+                path = d.save(out / f"{st.key}-{v.name}.json")
+                written[f"{st.key}-{v.name}"] = path
+                progress(f"{st.key}-{v.name}: {len(d.findings)} findings, {d.overhead['wall_s']:.1f} s -> {path}")
+    return written
+
+
+# ---- checking -------------------------------------------------------------------------------------------------
+def resolve(where: str) -> tuple[str, int | None, str | None]:
+    """"file:text" -> (file under src/perflab, the first line of code holding text, None); "file:name" (a Python
+    name) -> (file, None, name): any line of that function."""
+    import ast
+
+    file, _, text = where.partition(":")
+    if text.isidentifier():
+        return file, None, text
+    source = (PACKAGE / file).read_text()
+    docs = set()   # lines of docstrings: prose, not code
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            docs |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    hit = next((i for i, t in enumerate(source.splitlines(), 1) if text in t and i not in docs), None)
+    if hit is None:
+        raise ValueError(f"{where!r}: no line of {file} holds {text!r}")
+    return file, hit, None
+
+
+def _at(f: dict, file: str, line: int | None, function: str | None) -> bool:
+    w = f["where"]
+    path = (w.get("path") or w.get("file") or "").replace("\\", "/")
+    if not path.endswith("/" + file) and path != file:
+        return False
+    return w.get("line") == line if line is not None else function in (w.get("function") or "")
+
+
+def check_rows(rows: list[dict], diagnosis: dict) -> list[dict]:
+    """Each report row with the finding diagnose gave for it (or None) and whether it counts as found."""
+    out = []
+    for r in rows:
+        hits = []
+        if r.get("where") is None:
+            hits = [f for f in diagnosis["findings"] if r["kind"] and f["kind"] == r["kind"]]
+        else:
+            file, line, function = resolve(r["where"])
+            hits = [f for f in diagnosis["findings"] if (r["kind"] is None or f["kind"] == r["kind"])
+                    and _at(f, file, line, function)]
+            r = {**r, "line": line, "file": file}
+        if r.get("hot"):
+            hits = [f for f in hits if r["hot"] in f["where"].get("op", "").lower()]
+        best = hits[0] if hits else None
+        out.append({**r, "finding": best, "found": bool(best) if r["mechanism"] else None})
+    return out
+
+
+def amount(diagnosis: dict, kind: str) -> tuple[float, str]:
+    """A kind's amount per step in a diagnosis and its unit: the counts summed (host syncs, copies, ops of loops,
+    the launch count, recompiles, host tensors built), else the largest share."""
+    fs = [f for f in diagnosis["findings"] if f["kind"] == kind]
+    if kind == LAUNCH:
+        return (fs[0]["count_per_step"] if fs else 0.0), "ops per step"
+    counted = [f["count_per_step"] for f in fs if f["count_per_step"] is not None]
+    if counted or not fs:
+        return float(sum(counted)), "per step"
+    return max((f["share"] or {}).get("value") or 0.0 for f in fs), "of the step"
+
+
+def compare(base: dict, opt: dict, lacks: tuple) -> list[dict]:
+    """Each kind of either diagnosis: its amount on both, and whether the optimized one is gone, smaller, or (a kind
+    its code lacks by design) must not be there."""
+    kinds = list(dict.fromkeys([f["kind"] for f in base["findings"]] + [f["kind"] for f in opt["findings"]] +
+                               list(lacks)))
+    rows = []
+    for k in kinds:
+        (b, unit), (o, _) = amount(base, k), amount(opt, k)
+        present = any(f["kind"] == k for f in opt["findings"])
+        if k in lacks:
+            status = "absent, as it should be" if not present else "PRESENT: its code lacks it"
+        elif not present:
+            status = "gone"
+        elif o < b:
+            status = "smaller"
+        else:
+            status = "not smaller"
+        rows.append({"kind": k, "baseline": b, "optimized": o, "unit": unit, "status": status, "lacks": k in lacks})
+    return rows
+
+
+# ---- the page --------------------------------------------------------------------------------------------------
+def _num(x) -> str:
+    from ..kit.formatting import num
+
+    if x is None:
+        return ""
+    return f"{x:.1%}" if isinstance(x, float) and x < 1 and x != 0 and x != int(x) else num(x)
+
+
+def _finding_cell(f: dict | None) -> str:
+    if f is None:
+        return "none"
+    w = f["where"]
+    at = f"`{w.get('file', '').split('/')[-1]}:{w['line']}`" if w.get("line") else "(the step)"
+    count = f"{_num(f['count_per_step'])} per step" if f["count_per_step"] is not None else ""
+    share = f"{f['share']['value']:.1%} of the step" if f.get("share") else ""
+    op = w.get("op", "").replace("|", "/")
+    op = op if len(op) <= 90 else op[:87] + "..."
+    return f"{f['kind']} at {at} ({', '.join(x for x in (count, share) if x)}): {op}"
+
+
+def study_tables(st: Study, recorded: dict) -> tuple[str, int, int]:
+    """The study's two tables as Markdown, and its mechanism findings found and counted."""
+    rows = check_rows(_load(st.report), recorded[f"{st.key}-{st.pairs[0].baseline.name}"])
+    lines = [f"### Seed {st.seed}: {st.title}", "",
+             "| finding | the report's words | diagnose's finding on the baseline | found |", "|---|---|---|---|"]
+    found = counted = 0
+    for r in rows:
+        words = r["words"].replace("|", "/")
+        if r["mechanism"]:
+            counted += 1
+            found += bool(r["found"])
+            verdict = "**yes**" if r["found"] else "**no**"
+        else:
+            verdict = f"out of reach: {r['why']}"
+        at = f" (expected: {r['kind']} at `{r['file']}:{r['line']}`)" if r.get("line") else \
+            (f" (expected: {r['kind']})" if r.get("kind") and r["mechanism"] else "")
+        lines.append(f"| {r['key']} | {words} | {_finding_cell(r['finding'])}{at} | {verdict} |")
+    lines += ["", f"Found: {found} of {counted} mechanism findings.", ""]
+    for pair in st.pairs:
+        base = recorded[f"{st.key}-{pair.baseline.name}"]
+        for v, lacks in zip(pair.optimized, pair.lacks):
+            opt = recorded[f"{st.key}-{v.name}"]
+            lines += [f"`{pair.baseline.name}` -> `{v.name}` ({_step_line(base)} -> {_step_line(opt)}):", "",
+                      "| kind | baseline | optimized | |", "|---|---|---|---|"]
+            for c in compare(base, opt, lacks):
+                lines.append(f"| {c['kind']} | {_num(c['baseline'])} {c['unit']} | {_num(c['optimized'])} {c['unit']} "
+                             f"| {c['status']} |")
+            lines.append("")
+    return "\n".join(lines), found, counted
+
+
+def _step_line(d: dict) -> str:
+    from ..kit.formatting import fmt_seconds
+
+    return f"{fmt_seconds(d['step']['mean_s'])} per step"
+
+
+def page(out: Path, commit: str) -> str:
+    """docs/diagnose.md from the JSON recorded in `out`."""
+    recorded = {p.stem: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
+    parts, total_found, total = [], 0, 0
+    for st in STUDIES:
+        text, f, n = study_tables(st, recorded)
+        parts.append(text)
+        total_found += f
+        total += n
+    head = [
+        "# `perflab diagnose` against the four reports",
+        "",
+        "Each seed report is a diagnosis done by hand. Here `perflab diagnose` runs on each study's baseline and names",
+        "the report's findings, each at the kind and line the table gives (the line of the study's baseline, or of the",
+        "code it calls), then on each optimized version. Generated by `tools/diagnose-reports.py` from the runs recorded",
+        f"under `outputs/diagnose/{commit}/` (one JSON per step, on this 2-core CPU, one torch thread); the steps are",
+        "the studies' `diagnosis.py` builders, usable as `perflab diagnose --setup MODULE:FUNCTION`.",
+        "",
+        f"**{total_found} of {total} mechanism findings found ({total_found / total:.0%})** (host syncs, copies, "
+        "recompiles, launches, loops and batches built in the step); the findings about the algorithm, a size sweep, "
+        "precision or the device's memory say why they are out of reach and are not counted.",
+        "",
+        "A finding is found when diagnose names its kind at its line; the second table of each study compares each",
+        "kind's amount per step on the baseline and on an optimized version: gone, smaller, or not; a kind the",
+        "optimized code lacks by design must be absent.",
+        "",
+    ]
+    return "\n".join(head + parts)
