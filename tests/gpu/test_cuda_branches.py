@@ -43,6 +43,7 @@ CUDA_BRANCHES = {
     "latentwire/timing.py::time_blocks": P06 + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
     "latentwire/timing.py::time_rounds": P06 + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
     "kit/launches.py::LaunchCounter._sync": L + "test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",
+    "kit/diagnosing.py::_device_busy": "tests/kit/test_diagnose.py::test_cuda_diagnose_times_the_gpu_and_names_the_lines",
     "kit/memory.py::PeakMemory.__enter__": K + "test_cuda_memory_peak_and_free",
     "kit/memory.py::PeakMemory.__exit__": K + "test_cuda_memory_peak_and_free",
     "kit/memory.py::device_memory": K + "test_cuda_memory_peak_and_free",

@@ -152,3 +152,32 @@ def test_the_cause_line_names_the_top_cause():
     line = d.cause_line((dg.LAUNCH_BOUND,))
     assert line.endswith("launch-bound") and " ops per step at " in line, line
     assert dg.cause_line(d, ("no such kind",)) == ""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_diagnose_times_the_gpu_and_names_the_lines():
+    """On CUDA: the planted sync and copy at their lines, as on a CPU; kernels counted (the launch count is the
+    device's kernels) and the GPU's busy time beside the step's (`_device_busy`); a tiny-op loop is launch-bound with
+    the GPU idle most of the step."""
+    xs = torch.randn(256, 32, device="cuda")
+
+    def step():
+        y = xs
+        for _ in range(64):  # the loop
+            y = y * 0.99 + 0.01
+        host = torch.ones(4)
+        host.to("cuda")  # the copy
+        return y.sum().item()  # the sync
+
+    d = diagnose(step, calls=5, warmup=2, device="cuda")
+    src = Path(__file__).read_text().splitlines()
+    line = {m: next(i for i, t in enumerate(src, 1) if t.rstrip().endswith(f"# {m}")) for m in ("the loop", "the copy",
+                                                                                                 "the sync")}
+    here = str(Path(__file__).resolve())
+    kinds = {(f.kind, f.where.line) for f in d.findings if f.where is not None and f.where.file == here}
+    assert (dg.HOST_SYNC, line["the sync"]) in kinds and (dg.COPY, line["the copy"]) in kinds, kinds
+    busy = d.counts["device_busy"]
+    assert busy["kernels"] >= 128 and 0 < busy["busy_s"] <= busy["wall_s"], busy
+    [lb] = [f for f in d.findings if f.kind == dg.LAUNCH_BOUND]
+    assert lb.count >= 128 and "GPU busy" in lb.evidence

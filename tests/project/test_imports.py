@@ -12,6 +12,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 # the runner, bottom to top: each may import the modules before it (and the kit), never one after it
+RUNNER = ["execute", "schemas", "catalog", "new", "sweep_dir", "slurm", "sweep", "report_rows",
+          "report_claims", "sweep_figures", "report", "compare", "pages", "battery", "simulate", "deadline",
+          "estimate", "gpu_tests", "gpucheck", "diagnose", "reports", "cli"]
 
 
 def _module_name(path: Path, src: Path) -> str:

@@ -336,3 +336,34 @@ def test_the_title_names_the_folder_in_the_project_never_a_path_of_this_machine(
     (inside / "results.jsonl.gz").write_bytes(__import__("gzip").compress(rows.read_bytes()))
     rows.unlink()
     assert "from `results.jsonl.gz` (1 rows" in build(inside)
+
+
+def test_a_timed_claim_that_does_not_hold_names_the_cause_its_run_diagnosed(tmp_path):
+    """`Diagnosis.log(run.log)` in a notebook: REPORT.md names its top cause beside each timed claim of that run that
+    does not hold or partly holds (decided in paired rounds), and quotes the diagnosis under the study."""
+    import torch
+
+    from perflab.kit import diagnose
+
+    log = _log(tmp_path, "s", run_id="r1")
+    log.append("claim", claim="3x faster", claimed=">= 3x", measured="1.1x", verdict="does not hold", value=1.1,
+               low=1.0, high=1.2, rule=">= 3", rounds=12)
+    log.append("claim", claim="fewer syncs", claimed="0", measured="4 per step", verdict="does not hold", value=4.0,
+               low=4.0, high=4.0, rule="<= 0")                                   # a count, not timed: no cause
+    log.append("claim", claim="2x faster", claimed=">= 2x", measured="2.5x", verdict="holds", value=2.5, low=2.2,
+               high=2.8, rule=">= 2", rounds=12)
+    x = torch.ones(16)
+
+    def step():
+        y = x
+        for _ in range(40):
+            y = y + 1
+        return y
+    d = diagnose(step, calls=3, warmup=1, device="cpu")
+    d.log(log)
+    cause = d.cause_line()
+    assert cause and "ops per step" in cause, cause
+    section = _section(build(tmp_path), "s")
+    rows = _table(section.split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert [r[-1] for r in rows] == [f"**does not hold**: {cause}", "**does not hold**", "**holds**"]
+    assert f"top cause: {cause}" in section

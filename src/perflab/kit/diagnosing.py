@@ -182,8 +182,7 @@ def diagnose(step: Callable[[], object] | None = None, *, setup: Callable[[], Ca
         obs, notes, step_s = _observe(step, dev, calls, warmup, budget, floor, outer, interval)
         if setup is not None and (lifetimes or (lifetimes is None and graphs and obs.compiles.compiles)):
             obs.lifetime = _lifetimes(setup)
-        if dev.type == "cuda":
-            obs.device_busy = _device_busy(step, dev)
+        obs.device_busy = _device_busy(step, dev)
         findings = causes.findings(obs)
     wall = time.perf_counter() - t_start
     mean_step = sum(obs.times) / len(obs.times)
@@ -258,14 +257,24 @@ def _observe(step, dev, calls, warmup, budget, floor, outer, interval) -> tuple[
     host_data, calls_seen = _HostData(), _Calls()
     t0 = time.perf_counter()
     counted_calls = 0
-    with count_launches(dev, sites=True) as launches, count_host_syncs(dev, sites=True) as syncs, host_data, \
-            calls_seen:
-        while True:   # up to 3 calls, while counting costs under a quarter of the budget
+    try:
+        with count_launches(dev, sites=True) as launches, count_host_syncs(dev, sites=True) as syncs, host_data, \
+                calls_seen:
+            while True:   # up to 3 calls, while counting costs under a quarter of the budget
+                _run(step)
+                counted_calls += 1
+                took = time.perf_counter() - t0
+                if counted_calls >= min(3, n_timed) or took * (counted_calls + 1) / counted_calls > budget / 4:
+                    break
+    except StepError as e:   # it ran plain but not under the modes: dynamo traces a compiled step through them
+        notes.append(f"the step does not run under the counters' torch-function modes ({type(e.original).__name__}: "
+                     f"{str(e.original).splitlines()[0]}): its ops are counted without their lines, its host syncs "
+                     "and copies not at all (a fullgraph-compiled step has none: a host read would not compile)")
+        host_data, calls_seen, syncs = _HostData(), _Calls(), HostSyncCounter(dev, cuda_debug=False, sites=True)
+        t0 = time.perf_counter()
+        with count_launches(dev, shapes=True) as launches:
             _run(step)
-            counted_calls += 1
-            took = time.perf_counter() - t0
-            if counted_calls >= min(3, n_timed) or took * (counted_calls + 1) / counted_calls > budget / 4:
-                break
+        counted_calls = 1
     counted_s = time.perf_counter() - t0
     total = device_memory(dev)["total_bytes"]
     obs = Observed(device=dev, times=times, first_call_s=first, warmup=plan_w, compiles=cc,
@@ -318,11 +327,13 @@ def _lifetimes(setup) -> tuple | None:
     return None
 
 
-def _device_busy(step, dev) -> dict:
-    """CUDA: one call under torch.profiler with the device's activity: kernel time, the device's busy time (kernels'
-    union) and the call's wall time."""
+def _device_busy(step, dev) -> dict | None:
+    """CUDA (None elsewhere): one call under torch.profiler with CUDA's activity: its kernels, their time, the GPU's
+    busy time (the union of the kernels' spans) and the call's wall time, for the launch-bound finding."""
     from torch.profiler import ProfilerActivity, profile
 
+    if dev.type != "cuda":
+        return None
     torch.cuda.synchronize(dev)
     t0 = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:

@@ -193,6 +193,15 @@ class Diagnosis:
                 os.unlink(tmp)
         return path
 
+    def log(self, log, **fields) -> dict:
+        """One "diagnosis" row in a run's results log (`run.log`, a `perflab.kit.results.ResultsLog`): the target,
+        the headline, the top cause (`cause_line`) and the top findings; `perflab report` names that cause beside a
+        timed claim of the run that does not hold."""
+        top = [{"kind": f.kind, "where": f.where.short if f.where else "", "op": f.op, "count": f.count,
+                "share": None if f.share is None else f.share.value} for f in self.findings[:5]]
+        return log.append("diagnosis", target=self.target, device=self.device, step_s=self.step.value,
+                          headline=self.headline(), cause=self.cause_line(), findings=top, **fields)
+
     # ---- the cause beside a claim ------------------------------------------------------------------------------
     def top(self, kinds: tuple[str, ...] | None = None) -> Finding | None:
         """The costliest finding (of `kinds`, if given), or None."""

@@ -78,7 +78,7 @@ def self_time_key(device: torch.device | str) -> str:
 class LaunchCounter:
     """Result of `count_launches()`: `.total`, `.by_op` (a Counter of kernel or op names) and the parts."""
 
-    def __init__(self, device: torch.device | str | None = None, sites: bool = False):
+    def __init__(self, device: torch.device | str | None = None, sites: bool = False, shapes: bool = False):
         dev = torch.device(device) if device is not None else pick_device("auto")
         self.device = dev
         self.device_type = dev.type
@@ -94,6 +94,7 @@ class LaunchCounter:
         self.graph_calls = 0        # compiled-graph calls (torch.compile)
         self.by_op: collections.Counter[str] = collections.Counter()
         self.record_sites = sites
+        self.record_shapes = sites or shapes   # `.sizes` (and compiles left out); sites: their lines too
         self.by_site: collections.Counter[tuple[Site, ...]] = collections.Counter()   # ops per user stack
         self.op_sites: collections.Counter[tuple[str, tuple[Site, ...]]] = collections.Counter()  # (op, stack)
         self.sizes: collections.Counter[tuple[str, tuple[Site, ...], int]] = collections.Counter()  # +bit_length
@@ -124,10 +125,11 @@ class LaunchCounter:
         # cell that counts) unless its log level says otherwise; it reads the level once, at its first profile
         os.environ.setdefault("KINETO_LOG_LEVEL", "6")
         self._sync()  # work queued before the block is not this block's
-        self._prof = profile(activities=profiler_activities(self.device), record_shapes=self.record_sites)
+        self._prof = profile(activities=profiler_activities(self.device), record_shapes=self.record_shapes)
         self._prof.__enter__()
-        if self.record_sites:
+        if self.record_shapes:
             self._compile_ranges(True)
+        if self.record_sites:
             self._mode = _SiteMode(self._stacks)
             self._mode.__enter__()
         return self
@@ -149,13 +151,14 @@ class LaunchCounter:
         if self._mode is not None:
             self._mode.__exit__(*exc)
             self._mode = None
+        if self.record_shapes:
             self._compile_ranges(False)
         self._sync()  # kernels still queued at the end of the block are the block's
         self._prof.__exit__(*exc)
         if exc[0] is None:
             # with sites, torch's own events (FunctionEvents and their tree: ~0.2 ms an op) are read directly from
             # kineto's results and nested here, five times faster; the counts are the same (tested)
-            self._read(_raw_events(self._prof) if self.record_sites else self._prof.events())
+            self._read(_raw_events(self._prof) if self.record_shapes else self._prof.events())
 
     def _sync(self) -> None:
         if self.on_device:
@@ -164,7 +167,7 @@ class LaunchCounter:
     def _read(self, events) -> None:
         for e in events:
             name = e.name
-            if self.record_sites and _compiling(e):
+            if self.record_shapes and _compiling(e):
                 continue
             if e.device_type != DeviceType.CPU:
                 kind = "copies" if name.startswith("Memcpy") else "memsets" if name.startswith("Memset") else "kernels"
@@ -193,10 +196,10 @@ class LaunchCounter:
 
     def _credit(self, op: str, event) -> None:
         """The op's user stack: the site range it ran in (a kernel: the range of the host call that launched it)."""
-        if not self.record_sites:
+        if not self.record_shapes:
             return
         host = event.cpu_parent if event.device_type != DeviceType.CPU else event
-        stack = _site_of(host, self._stacks)
+        stack = _site_of(host, self._stacks) if self.record_sites else ()
         self.by_site[stack] += 1
         self.op_sites[(op, stack)] += 1
         self.sizes[(op, stack, _elements(host).bit_length())] += 1
@@ -333,7 +336,9 @@ def _inside_aten(event) -> bool:
     return False
 
 
-def count_launches(device: torch.device | str | None = None, sites: bool = False) -> LaunchCounter:
+def count_launches(device: torch.device | str | None = None, sites: bool = False,
+                   shapes: bool = False) -> LaunchCounter:
     """Context manager counting the launches of the block (module doc). `device` says which count is the
-    headline `.total` (default: CUDA when present); `sites` credits each to the user's line (`.by_site`)."""
-    return LaunchCounter(device, sites=sites)
+    headline `.total` (default: CUDA when present); `sites` credits each to the user's line (`.by_site`); `shapes`
+    keeps each op's size (`.sizes`, under the empty stack) without the sites' torch-function mode."""
+    return LaunchCounter(device, sites=sites, shapes=shapes)

@@ -36,7 +36,7 @@ import torch
 from .env import fingerprint
 from .verdicts import VERDICTS
 
-KINDS = ("measurement", "value", "check", "claim", "run", "note")
+KINDS = ("measurement", "value", "check", "claim", "run", "note", "diagnosis")
 # how a sweep point's job ended when its notebook did not end it (perflab.runner.slurm names them from Slurm's word)
 JOB_ENDS = ("terminated", "cancelled", "preempted", "timed out", "out of memory", "node failed", "vanished")
 RUN_STATUSES = ("started", "ok", "failed", "interrupted", *JOB_ENDS)  # a "run" row: how one execution ended

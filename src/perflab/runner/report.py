@@ -128,7 +128,7 @@ def _runs_table(execs: dict[tuple, list[dict]], out_dir: Path) -> str:
 
 # ---- claims: the table, and the figure beside it -------------------------------------------------
 
-def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str) -> str:
+def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str, cause: str = "") -> str:
     from ..kit.claims import ClaimRow
 
     rs = [(raw, ClaimRow.from_log(raw)) for raw in rows]   # the log's row (its point, its device) and the claim's
@@ -136,7 +136,7 @@ def _claims(rows: list[dict], out_dir: Path, figure: str | None, title: str) -> 
     text = "### Claims, measured\n" + _md_table(
         ["point"] * point + ["claim", "claimed", "measured here", "judged", "device", "verdict"],
         [[raw.get("sweep_point", "")] * point + [c.claim, c.claimed, c.measured, judged_cell(c),
-          (raw.get("env") or {}).get("device_name", ""), verdict_cell(c)] for raw, c in rs])
+          (raw.get("env") or {}).get("device_name", ""), verdict_cell(c, cause)] for raw, c in rs])
     if figure is None:
         return text
     points = {}
@@ -156,6 +156,21 @@ def _card(claims: list[dict], notes: list[dict], out_dir: Path, study: str, run_
     path = out_dir / study / run_id / name if name and run_id else None
     figure = path.relative_to(out_dir).as_posix() if path is not None and path.is_file() else ""
     return "### Verdicts\n" + card_markdown(claims, device=device_text(env), figure=figure)
+
+
+def _cause_line(claims: list[dict], cause: str) -> str:
+    """Under the card: the cause the run's `perflab diagnose` found, where a timed claim (decided in paired rounds)
+    does not hold or partly holds."""
+    from .report_claims import SPEED_MISSES
+
+    missed = [r["claim"] for r in claims if r.get("verdict") in SPEED_MISSES and r.get("rounds") is not None]
+    if not cause or not missed:
+        return ""
+    return f"\n\n{'; '.join(missed)}: {claims_verdict(claims, missed[0])}: {cause} (perflab diagnose)"
+
+
+def claims_verdict(claims: list[dict], claim: str) -> str:
+    return next(r["verdict"] for r in claims if r["claim"] == claim)
 
 
 # ---- one study's section ------------------------------------------------------------------------
@@ -203,14 +218,17 @@ def _study_section(title: str, study: str, run_id: str | None, rows: list[dict],
     """One execution's section (a sweep's: every point's rows); `figure`: the claims figure's file name to write
     beside the report (None: no figure); `lead`: a line under the title."""
     parts = [f"## {title}"] + ([lead] if lead else [])
-    kinds = {k: [r for r in rows if r["kind"] == k] for k in ("claim", "measurement", "value", "check", "note")}
+    kinds = {k: [r for r in rows if r["kind"] == k]
+             for k in ("claim", "measurement", "value", "check", "note", "diagnosis")}
     failed = _failed_checks(kinds["check"])
     if failed:
         parts.append(failed)
     drawn = False
     if kinds["claim"]:
-        parts.append(_card(kinds["claim"], kinds["note"], out_dir, study, run_id))
-        parts.append(_claims(kinds["claim"], out_dir, figure, f"{study}: claims" + (f" of run {run_id}" if run_id else "")))
+        cause = kinds["diagnosis"][-1].get("cause", "") if kinds["diagnosis"] else ""   # the run's perflab diagnose
+        parts.append(_card(kinds["claim"], kinds["note"], out_dir, study, run_id) + _cause_line(kinds["claim"], cause))
+        parts.append(_claims(kinds["claim"], out_dir, figure, f"{study}: claims" + (f" of run {run_id}" if run_id else ""),
+                             cause))
         drawn = figure is not None and f"]({figure})" in parts[-1]
     if kinds["measurement"]:
         parts.append(_timings(kinds["measurement"]))
@@ -231,6 +249,9 @@ def _study_section(title: str, study: str, run_id: str | None, rows: list[dict],
     for r in kinds["note"]:
         if not r.get("card_figure"):  # the card links its figure
             parts.append(f"> {r['text']}")
+    for r in kinds["diagnosis"]:
+        parts.append(f"> perflab diagnose of `{r.get('target', '')}`: {r.get('headline', '')}; top cause: "
+                     f"{r.get('cause') or 'none found'}")
     plots = _plots(out_dir, study, run_id, skip=("claims",) if drawn else ())  # the notebook's own copy of it
     if plots:
         parts.append(plots)

@@ -16,11 +16,18 @@ def drawable(r) -> bool:
     return kit_drawable(as_row(r))
 
 
-def verdict_cell(r: dict) -> str:
-    """'**not tested here** (measured at batch=16)': the verdict in bold, with its reason."""
+SPEED_MISSES = ("does not hold", "partly holds")
+
+
+def verdict_cell(r: dict, cause: str = "") -> str:
+    """'**not tested here** (measured at batch=16)': the verdict in bold, with its reason; a timed claim (decided in
+    paired rounds) that does not hold or partly holds, with the cause its run's diagnosis found ('**does not hold**:
+    248 ops per step at 8.1 us each, launch-bound': `perflab.kit.diagnosis.cause_line`, logged by `Diagnosis.log`)."""
     from ..kit.claims import verdict_text
 
-    return verdict_text(r).replace(r["verdict"], f"**{r['verdict']}**", 1)
+    text = verdict_text(r).replace(r["verdict"], f"**{r['verdict']}**", 1)
+    timed = r.get("rounds") is not None
+    return f"{text}: {cause}" if cause and timed and r["verdict"] in SPEED_MISSES else text
 
 
 def judged_cell(r: dict) -> str:

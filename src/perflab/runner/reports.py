@@ -37,6 +37,7 @@ class Pair:
     baseline: Version
     optimized: tuple           # Versions
     lacks: tuple = ()          # per optimized version (same order): the kinds its code lacks by design
+    note: str = ""             # what a reader must know to compare them (work per step)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +72,8 @@ STUDIES = (
              ((SYNC, COPY, DATA), (SYNC, COPY, DATA, GRAPH_BREAK))),)),
     Study("latentwire", "003", "LatentWire: notebook 06", "perflab.latentwire.diagnosis:REPORT", (
         Pair(_v("baseline", "perflab.latentwire.diagnosis:baseline_step"),
-             (_v("optimized", "perflab.latentwire.diagnosis:optimized_step"),), ((SYNC, COPY),)),)),
+             (_v("optimized", "perflab.latentwire.diagnosis:optimized_step"),), ((SYNC, COPY),),
+             note="a step is 2 micro-batches: 2 samples on the baseline (batch 1), 16 on the optimized (batch 8)"),)),
 )
 
 
@@ -153,18 +155,29 @@ def check_rows(rows: list[dict], diagnosis: dict) -> list[dict]:
 
 
 def amount(diagnosis: dict, kind: str) -> tuple[float, str]:
-    """A kind's amount per step in a diagnosis and its unit: the counts summed (host syncs, copies, ops of loops,
-    the launch count, recompiles, host tensors built), else the largest share."""
-    fs = [f for f in diagnosis["findings"] if f["kind"] == kind]
+    """A kind's amount per step in a diagnosis, and its unit: the counters' own numbers for host syncs, copies and
+    ops (the launch count: whether or not they made a finding), the loops' ops, recompiles per step, graph breaks,
+    and for data loading (a count on one side, a wait on the other) its largest share of the step."""
+    c = diagnosis["counts"]
+    if kind == SYNC:
+        return c["host_syncs"], "per step"
+    if kind == COPY:
+        return c["host_to_device_copies"], "per step"
     if kind == LAUNCH:
-        return (fs[0]["count_per_step"] if fs else 0.0), "ops per step"
-    counted = [f["count_per_step"] for f in fs if f["count_per_step"] is not None]
-    if counted or not fs:
-        return float(sum(counted)), "per step"
-    return max((f["share"] or {}).get("value") or 0.0 for f in fs), "of the step"
+        return c["ops"], "ops per step"
+    fs = [f for f in diagnosis["findings"] if f["kind"] == kind]
+    if kind == GRAPH_BREAK:
+        return float(len(fs)), "lines"
+    if kind in (LOOP, RECOMPILE):
+        return float(sum(f["count_per_step"] or 0 for f in fs)), "ops per step in loops" if kind == LOOP else "per step"
+    return max([(f["share"] or {}).get("value") or 0.0 for f in fs] or [0.0]), "of the step"
 
 
-def compare(base: dict, opt: dict, lacks: tuple) -> list[dict]:
+COUNTS = (("ops", "ops per step (the launch count)"), ("host_syncs", "host syncs per step"),
+          ("host_to_device_copies", "host-to-device copies per step"))
+
+
+def compare(base: dict, opt: dict, lacks: tuple, report_kinds: tuple = ()) -> list[dict]:
     """Each kind of either diagnosis: its amount on both, and whether the optimized one is gone, smaller, or (a kind
     its code lacks by design) must not be there."""
     kinds = list(dict.fromkeys([f["kind"] for f in base["findings"]] + [f["kind"] for f in opt["findings"]] +
@@ -174,15 +187,34 @@ def compare(base: dict, opt: dict, lacks: tuple) -> list[dict]:
         (b, unit), (o, _) = amount(base, k), amount(opt, k)
         present = any(f["kind"] == k for f in opt["findings"])
         if k in lacks:
-            status = "absent, as it should be" if not present else "PRESENT: its code lacks it"
+            status = "absent, as it should be" if not present else "**PRESENT: its code lacks it**"
         elif not present:
             status = "gone"
-        elif o < b:
-            status = "smaller"
         else:
-            status = "not smaller"
+            status = "smaller" if o < b else "not smaller"
+        if k not in report_kinds and k not in lacks:
+            status += " (no report's finding)"
         rows.append({"kind": k, "baseline": b, "optimized": o, "unit": unit, "status": status, "lacks": k in lacks})
     return rows
+
+
+def on_optimized(row: dict, opt: dict) -> str:
+    """A report's finding found on the baseline, on an optimized version: gone (no finding of its kind at its line),
+    or smaller or not (its count, else its share)."""
+    f = row["finding"]
+    w = f["where"]
+    if row.get("where") is None:   # a finding of the whole step (launch-bound): its kind anywhere
+        same = [g for g in opt["findings"] if g["kind"] == f["kind"]]
+    else:
+        same = [g for g in opt["findings"] if g["kind"] == f["kind"] and g["where"].get("path") == w.get("path")
+                and g["where"].get("line") == w.get("line")]
+    if not same:
+        return "gone"
+    g = same[0]
+    b, o = (f["count_per_step"], g["count_per_step"]) if f["count_per_step"] is not None and \
+        g["count_per_step"] is not None else ((f["share"] or {}).get("value"), (g["share"] or {}).get("value"))
+    return f"smaller ({_num(b)} -> {_num(o)})" if b is not None and o is not None and o < b else \
+        f"**not smaller** ({_num(b)} -> {_num(o)})"
 
 
 # ---- the page --------------------------------------------------------------------------------------------------
@@ -202,15 +234,18 @@ def _finding_cell(f: dict | None) -> str:
     count = f"{_num(f['count_per_step'])} per step" if f["count_per_step"] is not None else ""
     share = f"{f['share']['value']:.1%} of the step" if f.get("share") else ""
     op = w.get("op", "").replace("|", "/")
-    op = op if len(op) <= 90 else op[:87] + "..."
+    op = op if len(op) <= 160 else op[:157] + "..."
     return f"{f['kind']} at {at} ({', '.join(x for x in (count, share) if x)}): {op}"
 
 
 def study_tables(st: Study, recorded: dict) -> tuple[str, int, int]:
     """The study's two tables as Markdown, and its mechanism findings found and counted."""
-    rows = check_rows(_load(st.report), recorded[f"{st.key}-{st.pairs[0].baseline.name}"])
+    first = st.pairs[0]
+    rows = check_rows(_load(st.report), recorded[f"{st.key}-{first.baseline.name}"])
+    names = [v.name for v in first.optimized]
     lines = [f"### Seed {st.seed}: {st.title}", "",
-             "| finding | the report's words | diagnose's finding on the baseline | found |", "|---|---|---|---|"]
+             "| finding | the report's words | diagnose's finding on the baseline | found | "
+             + " | ".join(f"on `{n}`" for n in names) + " |", "|---|---|---|---|" + "---|" * len(names)]
     found = counted = 0
     for r in rows:
         words = r["words"].replace("|", "/")
@@ -222,17 +257,21 @@ def study_tables(st: Study, recorded: dict) -> tuple[str, int, int]:
             verdict = f"out of reach: {r['why']}"
         at = f" (expected: {r['kind']} at `{r['file']}:{r['line']}`)" if r.get("line") else \
             (f" (expected: {r['kind']})" if r.get("kind") and r["mechanism"] else "")
-        lines.append(f"| {r['key']} | {words} | {_finding_cell(r['finding'])}{at} | {verdict} |")
+        after = [on_optimized(r, recorded[f"{st.key}-{n}"]) if r["found"] else "" for n in names]
+        lines.append(f"| {r['key']} | {words} | {_finding_cell(r['finding'])}{at} | {verdict} | "
+                     + " | ".join(after) + " |")
     lines += ["", f"Found: {found} of {counted} mechanism findings.", ""]
+    report_kinds = tuple(r["kind"] for r in rows if r["mechanism"])
     for pair in st.pairs:
         base = recorded[f"{st.key}-{pair.baseline.name}"]
         for v, lacks in zip(pair.optimized, pair.lacks):
             opt = recorded[f"{st.key}-{v.name}"]
-            lines += [f"`{pair.baseline.name}` -> `{v.name}` ({_step_line(base)} -> {_step_line(opt)}):", "",
+            lines += [f"Every kind, `{pair.baseline.name}` -> `{v.name}` ({_step_line(base)} -> {_step_line(opt)}"
+                      f"{'; ' + pair.note if pair.note else ''}):", "",
                       "| kind | baseline | optimized | |", "|---|---|---|---|"]
-            for c in compare(base, opt, lacks):
-                lines.append(f"| {c['kind']} | {_num(c['baseline'])} {c['unit']} | {_num(c['optimized'])} {c['unit']} "
-                             f"| {c['status']} |")
+            for c in compare(base, opt, lacks, report_kinds):
+                lines.append(f"| {c['kind']} | {_num(c['baseline'])} {c['unit']} | {_num(c['optimized'])} "
+                             f"{c['unit']} | {c['status']} |")
             lines.append("")
     return "\n".join(lines), found, counted
 
