@@ -48,7 +48,7 @@ from .sampling import LineSampler
 from .syncs import HostSyncCounter, count_host_syncs
 
 MIN_TIMED, MIN_SAMPLED = 2, 1
-SAMPLES_WANTED = 200          # the sampled calls last until about this many samples (at least 3 calls)
+SAMPLES_WANTED = 200          # the sampled calls last until about this many samples (at least 2 calls)
 
 
 class StepError(RuntimeError):
@@ -287,8 +287,8 @@ def _observe(step, dev, calls, warmup, budget, floor, outer, interval) -> tuple[
 
 def _plan(est: float, calls: int, left: float, interval: float) -> tuple[int, int]:
     """Timed and sampled calls that fit `left` seconds (at least MIN_TIMED and MIN_SAMPLED): the sampled ones last
-    until about SAMPLES_WANTED samples, at least 3 calls."""
-    sampled = max(3, math.ceil(SAMPLES_WANTED * interval / max(est, 1e-9)))
+    until about SAMPLES_WANTED samples, at least 2 calls (two groups: an interval)."""
+    sampled = max(2, math.ceil(SAMPLES_WANTED * interval / max(est, 1e-9)))
     sampled = min(sampled, max(MIN_SAMPLED, int(0.5 * left / max(est, 1e-9))))
     counted = 3
     timed = calls

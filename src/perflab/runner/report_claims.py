@@ -26,6 +26,7 @@ def verdict_cell(r: dict, cause: str = "") -> str:
     from ..kit.claims import verdict_text
 
     text = verdict_text(r).replace(r["verdict"], f"**{r['verdict']}**", 1)
+    cause = r.get("cause") or cause   # a claim row that carries its own cause first
     timed = r.get("rounds") is not None
     return f"{text}: {cause}" if cause and timed and r["verdict"] in SPEED_MISSES else text
 
