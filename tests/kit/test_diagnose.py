@@ -68,6 +68,7 @@ def test_many_small_ops_without_a_loop_of_the_users_are_launch_bound():
     assert not [g for g in d.findings if g.kind == dg.LOOP]   # nn.Sequential's loop is torch's, not the user's
 
 
+@pytest.mark.slow
 def test_a_recompile_is_named_at_the_call_with_dynamos_reason():
     allow_recompiles(64)
     d = diagnose(steps.recompile_step, **QUICK)
@@ -90,6 +91,7 @@ def test_waiting_for_the_dataloader_is_data_loading():
     assert f.share.value > 0.5   # the dataset sleeps 8 ms per batch: most of the step
 
 
+@pytest.mark.slow
 def test_a_cuda_graph_output_read_after_the_next_replay_is_named_at_the_read():
     d = diagnose(setup=steps.lifetime_setup, **QUICK)
     [f] = [f for f in d.findings if f.kind == dg.LIFETIME]
@@ -115,6 +117,7 @@ def test_a_step_that_raises_shows_its_traceback_from_the_users_frame():
     assert "planted: (256, 32)" in str(e.value)
 
 
+@pytest.mark.slow
 def test_a_step_longer_than_the_budget_gets_fewer_calls_and_says_so():
     d = diagnose(steps.slow_step, calls=10, warmup=2, budget=2.0, device="cpu")
     assert d.calls < 10

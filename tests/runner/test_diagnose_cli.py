@@ -56,6 +56,7 @@ def user(tmp_path, monkeypatch):
 QUICK = ["--calls", "3", "--warmup", "1", "--threads", "1", "--device", "cpu"]
 
 
+@pytest.mark.slow
 def test_a_step_in_the_users_file_gets_its_table_json_and_figure(user, capsys):
     assert main(["diagnose", "train:step", *QUICK, "--json", "out/d.json", "--figure", "out/d.png"]) == 0
     out = capsys.readouterr().out

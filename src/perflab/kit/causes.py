@@ -161,7 +161,7 @@ def _syncs(ctx: _Context) -> list[Finding]:
     out = []
     for (kind, site), g in groups.items():
         n = sum(g["ops"].values())
-        ops = ", ".join(f"{op} x{c / ctx.k:.3g}" if len(g["ops"]) > 1 else op for op, c in g["ops"].most_common())
+        ops = ", ".join(f"{op} x{_x(c / ctx.k)}" if len(g["ops"]) > 1 else op for op, c in g["ops"].most_common())
         fix, study = FIXES[kind if kind == COPY else _sync_family(g["ops"])]
         # its share: the samples at the very line that made the call (in the user's code or a library's)
         out.append(Finding(kind, site, ops, n / ctx.k, ctx.share(inner=g["calls"]),
@@ -177,6 +177,11 @@ def _sync_family(ops: collections.Counter) -> str:
     if top == "synchronize":
         return "synchronize"
     return "shape" if top in SHAPE_OPS or "bool mask" in top else "read"
+
+
+def _x(n: float) -> str:
+    """A count per step as the ops column shows it: '16,384', '82.3', '2'."""
+    return f"{n:,.0f}" if n >= 1000 else f"{n:.3g}"
 
 
 def _via(stack: tuple) -> str:
@@ -267,7 +272,7 @@ def _loops(ctx: _Context) -> list[Finding]:
         per_op = share.value * ctx.mean / n if share else math.nan
         site = Site(file, start, fn)
         fix, study = FIXES[LOOP]
-        top = ", ".join(f"{op.removeprefix('aten::')} x{c / ctx.k:.3g}" for op, c in ops.most_common(4))
+        top = ", ".join(f"{op.removeprefix('aten::')} x{_x(c / ctx.k)}" for op, c in ops.most_common(4))
         out.append(Finding(LOOP, site, top, n, share,
                            evidence=f"count_launches(sites=True): {num(n)} ops per step from the loop's body, "
                                     f"{own_small[key] / total:.0%} of them small (<= 2^20 elements); "
@@ -308,7 +313,7 @@ def _launch_bound(ctx: _Context) -> list[Finding]:
                          min(1.0, issue / s.low) if s.low > 0 else 1.0)
         how = f"issuing them alone takes {num(ops)} x {fmt_seconds(obs.op_floor_s)} (one tiny op, measured here)"
     fix, study = FIXES[LAUNCH_BOUND]
-    tops = ", ".join(f"{op.removeprefix('aten::')} x{n / ctx.k:.3g}" for op, n in obs.launches.by_op.most_common(3))
+    tops = ", ".join(f"{op.removeprefix('aten::')} x{_x(n / ctx.k)}" for op, n in obs.launches.by_op.most_common(3))
     lines = "; ".join(f"{x.short if x else '(no user line)'}: {num(n / ctx.k)}" for x, n in by_line.most_common(3))
     return [Finding(LAUNCH_BOUND, site, tops, ops, share,
                     evidence=f"count_launches: {num(ops)} {obs.launches.what} per step, {small / ops:.0%} small "
@@ -369,7 +374,7 @@ def _called_under(ctx: _Context, site: Site, stack: tuple) -> str:
                 todo.append(fn)
     named = [(name.rsplit(".<locals>.", 1)[-1], n) for (_, name), n in calls.most_common()
              if not name.endswith(("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>", "<lambda>"))]
-    return ", ".join(f"{name} x{n / ctx.k:.3g}" for name, n in named[:6]) or "no function of the user's"
+    return ", ".join(f"{name} x{_x(n / ctx.k)}" for name, n in named[:6]) or "no function of the user's"
 
 
 def _entry(stack: tuple) -> Site:

@@ -83,7 +83,7 @@ def _load(spec: str):
 
 
 # ---- what diagnose costs: a 10-ms step of a user's ---------------------------------------------------------------
-def cost_step(batch: int = 128, width: int = 256, depth: int = 4, seed: int = 0):
+def cost_step(batch: int = 256, width: int = 256, depth: int = 4, seed: int = 0):
     """A user's training step of about 10 ms on this CPU with one thread (an MLP on a fixed batch: forward,
     cross-entropy, backward, Adam; its loss read every step): what the cost of diagnosing a 10-ms step is measured on."""
     import torch
@@ -359,7 +359,28 @@ def page(out: Path, commit: str) -> str:
         "optimized code lacks by design must be absent.",
         "",
     ] + cost_text
-    return "\n".join(head + parts)
+    return "\n".join(head + parts + READING)
+
+
+READING = [
+    "### Reading the tables",
+    "",
+    "A report's finding is gone on an optimized version when no finding of its kind is at its line there; the kind's "
+    "amount beside it says what the optimized code does instead. Where a kind's amount is not smaller and is no "
+    "report's finding, the optimized version does that on purpose: the prover's two evaluation loops both run the "
+    "engine library's rollout, which reads \"all done?\" on the host every step (study 4's recycled slots read less); "
+    "the VAE's sync-free step issues more small ops than the original (a presence table, one-hot matmuls) and its "
+    "captured step is what cuts them. LatentWire's optimized step runs 8x the samples per step in a loop of "
+    "micro-batches, each with its own backward (more ops in its loop), and its DataLoader's worker shares this "
+    "machine's two cores with the step, so the step waits for it (notebook 06 found the DataLoader and "
+    "pre-tokenization do not pay on this CPU); the report's own findings there, the K-token loop and the batches built "
+    "in the step, are gone.",
+    "",
+    "Each JSON under the recording folder is `perflab diagnose --json`'s (docs/command.md's schema); the page is "
+    "`tools/diagnose-reports.py --page-only FOLDER` from them. A step's lines are those of this commit's code: "
+    "`tests/runner/test_reports.py` diagnoses each baseline at small sizes and checks the same findings on every run "
+    "of `make test`.",
+]
 
 
 def _cost_text(out: Path) -> list[str]:
