@@ -108,17 +108,21 @@ def cost_step(batch: int = 256, width: int = 256, depth: int = 4, seed: int = 0)
 def cost(out: Path, *, threads: int = 1) -> dict:
     """`perflab diagnose --setup perflab.runner.reports:cost_step` as a user runs it (a new process: imports included),
     timed, its JSON kept as `<out>/cost.json`; -> {"command_s", "diagnosis": its JSON}."""
+    import os
     import subprocess
     import sys
     import time
 
+    load = os.getloadavg()[0]   # what else this machine was running (its 1-minute load average)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "perflab.runner.cli", "diagnose", "--setup", "perflab.runner.reports:cost_step",
                     "--threads", str(threads), "--device", "cpu", "--json", str(out / "cost.json")],
                    check=True, capture_output=True, text=True)
     took = time.perf_counter() - t0
     d = json.loads((out / "cost.json").read_text())
-    (out / "cost-command.json").write_text(json.dumps({"command_s": took}, indent=1) + "\n")
+    (out / "cost-command.json").write_text(json.dumps({"command_s": took, "load_before": load,
+                                                       "load_after": os.getloadavg()[0], "cpus": os.cpu_count()},
+                                                      indent=1) + "\n")
     return {"command_s": took, "diagnosis": d}
 
 
@@ -390,7 +394,10 @@ def _cost_text(out: Path) -> list[str]:
     if not (out / "cost.json").exists():
         return []
     d = json.loads((out / "cost.json").read_text())
-    command = json.loads((out / "cost-command.json").read_text())["command_s"]
+    c = json.loads((out / "cost-command.json").read_text())
+    command = c["command_s"]
+    load = (f" (this machine's load average {c['load_before']:.1f} before, {c['load_after']:.1f} after, on "
+            f"{c['cpus']} cores: other jobs ran beside it)") if "load_before" in c else ""
     o, st = d["overhead"], d["step"]
     return [
         "### What diagnosing costs",
@@ -399,7 +406,7 @@ def _cost_text(out: Path) -> list[str]:
         f"backward, Adam, its loss read) on this CPU, one thread: the step takes {fmt_seconds(st['mean_s'])} "
         f"[{fmt_seconds(st['low_s'])}, {fmt_seconds(st['high_s'])}] (mean of {st['calls']} timed calls, 99% "
         f"interval); the command took **{command:.1f} s** from start to exit, imports included (the target: under "
-        f"30 s), the diagnosis itself {fmt_seconds(o['wall_s'])}, of which {fmt_seconds(o['step_calls_s'])} were the "
+        f"30 s){load}; the diagnosis itself {fmt_seconds(o['wall_s'])}, of which {fmt_seconds(o['step_calls_s'])} were the "
         f"step's own calls and {fmt_seconds(o['own_s'])} diagnose's own (counting, sampling's bookkeeping, the "
         f"rules); none of it is in the step's time, which comes from calls with no instrument. The line sampler "
         f"changed a sampled call's mean by {100 * o['sampling_slowdown']:+.0f}% against the timed calls' (noise "
