@@ -118,3 +118,29 @@ def test_latentwire_the_reports_findings_and_the_optimized_steps_copies_and_sync
 
     _check("latentwire", lambda: d.baseline_step(n_examples=64), lambda: d.optimized_step(n_examples=64, num_workers=0),
            ("host sync", "host-to-device copy"), calls=2)
+
+
+@pytest.mark.slow
+def test_every_builder_takes_its_notebooks_run():
+    """`baseline_step(run)` and `optimized_step(run)` as a notebook calls them: the run's parameters (its dataclass's
+    CPU defaults here) and device, each step called once."""
+    import types
+
+    from perflab.latentwire import diagnosis as lw
+    from perflab.latentwire.params import LatentWireParams
+    from perflab.probe1d import diagnosis as p1
+    from perflab.probe1d.params import ProfileParams, SlabStatsParams
+    from perflab.prover.early_exit import diagnosis as ee
+    from perflab.prover.early_exit.params import EarlyExitParams
+    from perflab.prover.evaluation import diagnosis as ev
+    from perflab.prover.evaluation.params import EvalParams
+    from perflab.vae import diagnosis as va
+    from perflab.vae.params import VAEParams
+
+    cases = [(p1, ProfileParams(), {}), (p1, SlabStatsParams(), {}), (ev, EvalParams(), {"batch": 16}),
+             (ee, EarlyExitParams(n_candidates=64, batch=16), {}), (va, VAEParams(), {}),
+             (lw, LatentWireParams(n_examples=32), {})]
+    for module, cfg, kw in cases:
+        run = types.SimpleNamespace(cfg=cfg, device=torch.device("cpu"))
+        for build in (module.baseline_step, module.optimized_step):
+            build(run, **kw)()

@@ -14,6 +14,8 @@ diagnose should name (docs/diagnose.md).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..kit.env import pick_device
 from . import baseline, optimized
 from .config import ModelConfig, Toggles
@@ -24,8 +26,9 @@ from .model import build_model
 def _model(run, device, n_examples: int, seed: int):
     dev = pick_device(run.device if run is not None else device or "auto")
     cfg = run.cfg.model_config() if run is not None else ModelConfig()
-    n = run.cfg.n_examples if run is not None else n_examples
-    return build_model(cfg, seed=seed, device=dev), make_examples(n, seed=seed), dev
+    n, seed, lm = (run.cfg.n_examples, run.cfg.seed, run.cfg.lm) if run is not None else (n_examples, seed, "gpt")
+    examples = make_examples(n, seed=seed, max_prompt_bytes=cfg.max_bytes)
+    return build_model(cfg, seed=seed, lm=lm, device=dev), examples, dev
 
 
 def baseline_step(run=None, *, device=None, accum_steps: int = 2, n_examples: int = 256, seed: int = 0):
@@ -40,8 +43,6 @@ def optimized_step(run=None, *, device=None, accum_steps: int = 2, n_examples: i
     """`.step` of the optimized trainer with every recommendation on (`Toggles.all_on`)."""
     model, examples, dev = _model(run, device, n_examples, seed)
     toggles = Toggles.all_on(batch_size=batch_size, num_workers=num_workers, compile=compile, backend=backend, amp=amp)
-    import dataclasses
-
     return optimized.make_trainer(model, examples, device=dev, accum_steps=accum_steps, seed=seed,
                                   **dataclasses.asdict(toggles)).step
 
@@ -74,6 +75,7 @@ REPORT = [
              "memory"),
     dict(key="kv_cache", words="KV cache not properly reused across steps",
          mechanism=False, kind=None, where=None,
-         why="not a pattern of this code: a training step recomputes attention by design (there is no cache to "
-             "reuse); the report names no line"),
+         why="the report names no line; what a cache would save here is the K-token loop's recomputation of the "
+             "context, one LM forward per token (the k_loop row), which diagnose names and the single-pass losses "
+             "remove"),
 ]

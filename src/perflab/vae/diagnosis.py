@@ -29,8 +29,8 @@ from .train import EpochLog, _DeferredReads, _PerStepReads, make_optimizer, trai
 
 def _parts(run, device, batch: int, n_batches: int, seed: int, capturable: bool = False):
     dev = pick_device(run.device if run is not None else device or "auto")
-    batch = run.cfg.batch if run is not None else batch
-    model = build_model(ModelConfig(), seed=seed, device=dev)
+    kind, batch, seed = (run.cfg.model, run.cfg.batch, run.cfg.seed) if run is not None else ("real", batch, seed)
+    model = build_model(ModelConfig(kind=kind), seed=seed, device=dev)
     batches = make_batches(n_batches, batch=batch, group=1, seed=seed, device=dev)
     return model, make_optimizer(model, capturable=capturable), batches
 

@@ -67,9 +67,9 @@ REPORT = [
     dict(key="oom", words="The original code tried to process all 10,100 candidates in a single batch ... Memory "
                           "requirement: ~12 GB (exceeds 8 GB GPU)",
          mechanism=False, kind="memory", where=None,
-         why="memory against the device's: a finding needs a step's peak near the device's memory (25% of it here); "
-             "this CPU's 24 GB holds a 10,100-candidate batch of the engine's states, an 8 GB GPU does not. Study 3's "
-             "measured memory model sizes the batch and the fixed loop halves it on out-of-memory"),
+         why="memory against the device's: diagnose names memory where a step's peak reaches 25% of the device's "
+             "memory, and the report's batch was too big for an 8 GB GPU, not for this host; study 3's measured "
+             "memory model sizes the batch, and its fixed loop halves the batch on out-of-memory"),
     dict(key="recompile", words="torch.compile(mode='reduce-overhead') uses CUDA graphs which are size-specific. Each "
                                 "unique batch size triggers a full recompilation.",
          mechanism=True, kind="recompile", where="prover/evaluation/baseline.py:out = [rollout_full(step, candidates"),
