@@ -109,18 +109,22 @@ def cost(out: Path, *, threads: int = 1) -> dict:
     """`perflab diagnose --setup perflab.runner.reports:cost_step` as a user runs it (a new process: imports included),
     timed, its JSON kept as `<out>/cost.json`; -> {"command_s", "diagnosis": its JSON}."""
     import os
+    import resource
     import subprocess
     import sys
     import time
 
     load = os.getloadavg()[0]   # what else this machine was running (its 1-minute load average)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "perflab.runner.cli", "diagnose", "--setup", "perflab.runner.reports:cost_step",
                     "--threads", str(threads), "--device", "cpu", "--json", str(out / "cost.json")],
                    check=True, capture_output=True, text=True)
     took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)   # the command's own CPU time: its work, not waits
     d = json.loads((out / "cost.json").read_text())
-    (out / "cost-command.json").write_text(json.dumps({"command_s": took, "load_before": load,
+    (out / "cost-command.json").write_text(json.dumps({"command_s": took, "cpu_s": cpu, "load_before": load,
                                                        "load_after": os.getloadavg()[0], "cpus": os.cpu_count()},
                                                       indent=1) + "\n")
     return {"command_s": took, "diagnosis": d}
@@ -396,8 +400,8 @@ def _cost_text(out: Path) -> list[str]:
     d = json.loads((out / "cost.json").read_text())
     c = json.loads((out / "cost-command.json").read_text())
     command = c["command_s"]
-    load = (f" (this machine's load average {c['load_before']:.1f} before, {c['load_after']:.1f} after, on "
-            f"{c['cpus']} cores: other jobs ran beside it)") if "load_before" in c else ""
+    load = (f" ({c['cpu_s']:.1f} s of CPU time: the rest was waiting for a core, the machine's load average "
+            f"{c['load_before']:.1f} before and {c['load_after']:.1f} after on {c['cpus']} cores)") if "cpu_s" in c else ""
     o, st = d["overhead"], d["step"]
     return [
         "### What diagnosing costs",
