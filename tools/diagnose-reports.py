@@ -21,6 +21,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.page_only:
         out = args.page_only
+        reports.make_portable(out)   # no path of this machine in committed evidence
     else:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()

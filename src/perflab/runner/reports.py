@@ -124,6 +124,7 @@ def cost(out: Path, *, threads: int = 1) -> dict:
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)   # the command's own CPU time: its work, not waits
     d = json.loads((out / "cost.json").read_text())
+    _save_portable(d, out / "cost.json")
     (out / "cost-command.json").write_text(json.dumps({"command_s": took, "cpu_s": cpu, "load_before": load,
                                                        "load_after": os.getloadavg()[0], "cpus": os.cpu_count()},
                                                       indent=1) + "\n")
@@ -149,7 +150,7 @@ def record(out: Path, studies=STUDIES, *, threads: int = 1, progress=print, with
                 builder, kw = _load(v.setup), dict(v.kwargs)
                 d = diagnose(setup=lambda builder=builder, kw=kw: builder(device="cpu", **kw), device="cpu",
                              library_modules=st.library, name=f"{v.setup}{'(' + str(kw) + ')' if kw else ''}")
-                path = d.save(out / f"{st.key}-{v.name}.json")
+                path = _save_portable(d.as_dict(), out / f"{st.key}-{v.name}.json")
                 written[f"{st.key}-{v.name}"] = path
                 progress(f"{st.key}-{v.name}: {len(d.findings)} findings, {d.overhead['wall_s']:.1f} s -> {path}")
     if with_cost:
@@ -157,6 +158,34 @@ def record(out: Path, studies=STUDIES, *, threads: int = 1, progress=print, with
         progress(f"cost: the command took {c['command_s']:.1f} s on a {c['diagnosis']['step']['mean_s'] * 1e3:.1f} ms "
                  "step")
     return written
+
+
+def portable(obj):
+    """A diagnosis's JSON with no path of this machine in it (committed evidence is read elsewhere): every absolute
+    `path` inside the repository made relative to it, any other replaced by its `file` (the path from its package
+    root)."""
+    root = str(PACKAGE.parents[1]) + "/"
+    if isinstance(obj, list):
+        return [portable(x) for x in obj]
+    if not isinstance(obj, dict):
+        return obj.replace(root, "") if isinstance(obj, str) else obj
+    out = {k: portable(v) for k, v in obj.items()}
+    path = obj.get("path")
+    if isinstance(path, str) and path.startswith("/"):
+        out["path"] = path[len(root):] if path.startswith(root) else obj.get("file", "")
+    return out
+
+
+def _save_portable(d: dict, path: Path) -> Path:
+    from ..kit.diagnosis import write_atomic
+
+    return write_atomic(path, json.dumps(portable(d), indent=1, default=str) + "\n")
+
+
+def make_portable(out: Path) -> None:
+    """Every JSON of a recording folder made portable in place (`portable`: paths only, nothing measured changes)."""
+    for p in sorted(out.glob("*.json")):
+        _save_portable(json.loads(p.read_text()), p)
 
 
 # ---- checking -------------------------------------------------------------------------------------------------
