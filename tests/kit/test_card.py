@@ -174,3 +174,16 @@ def test_the_card_judges_logs_quietly_and_logs_its_figure(tmp_path, capsys):
     ({"device_kind": "cpu", "torch_threads": 2}, "cpu, 2 threads"), ({}, "")])
 def test_the_device_a_card_names(env, text):
     assert device_text(env) == text
+
+
+def test_a_timed_claim_that_misses_names_the_diagnosed_cause_and_others_do_not():
+    c = Claims(Claim("speed", "at least 4x", "4-6x", at_least=4, partly=1.05, unit="x"),
+               Claim("syncs", "no sync", "0", at_most=0))
+    d = Decision("partly holds", 3.37, 2.95, 3.82, 20, 8.0, 0.99, "speedup", at_least=4, partly=1.05, calls=(1, 3))
+    rows = c.judge({"speed": Evidence(d, "s"), "syncs": Evidence(Measured.exact(2.0), "2 syncs")})
+    cause = "31 ops per step at 4.0 us each, launch-bound"
+    md = card_markdown(rows, cause=cause)
+    assert f"**partly holds: {cause} (perflab diagnose)**" in md
+    assert "**does not hold**" in md                                  # a count that misses: no timed cause
+    assert f"{cause} (perflab diagnose)" in card_html(rows, cause=cause)
+    assert card_markdown(rows).count("perflab diagnose") == 0

@@ -54,6 +54,18 @@ def setup_cell(r: ClaimRow, device: str = "") -> str:
     return " · ".join([*keys, device or (r.setup or {}).get("device", "")]).strip(" ·")
 
 
+def _missed(r: ClaimRow) -> bool:
+    """A timed claim (decided in rounds) that does not hold or holds only partly: where the card names the top cause
+    `perflab diagnose` found."""
+    return r.rounds is not None and r.verdict in ("does not hold", "partly holds")
+
+
+def verdict_cell(r: ClaimRow, cause: str = "") -> str:
+    """'does not hold: 248 ops per step at 8.1 us each, launch-bound (perflab diagnose)' for a timed claim that missed,
+    where a diagnosis gave a cause; the verdict alone otherwise."""
+    return f"{r.verdict}: {cause} (perflab diagnose)" if cause and _missed(r) else r.verdict
+
+
 def _untested(rows: list[ClaimRow]) -> list[tuple[str, list[str]]]:
     """The claims not tested here, grouped by why: [(why, [keys])]."""
     groups: dict[str, list[str]] = {}
@@ -73,9 +85,10 @@ def untested_line(rows: Iterable) -> str:
     return f"Not tested here ({n}): " + "; ".join(f"{', '.join(keys)} ({why})" for why, keys in groups) + "."
 
 
-def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: str = "") -> str:
+def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: str = "", cause: str = "") -> str:
     """The card as Markdown (REPORT.md, the README): a table of the judged claims, the untested line, the figure's
-    link (`figure`: a path relative to the Markdown file)."""
+    link (`figure`: a path relative to the Markdown file); `cause`: the top cause of the run's diagnosis, beside each
+    timed claim that missed."""
     rows = [as_row(r) for r in rows]
     judged = [r for r in rows if r.verdict != "not tested here"]
     out = [f"**{title}**", ""] if title else []
@@ -84,7 +97,7 @@ def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: 
         for r in judged:
             claim = r.claim + (f" ({r.source})" if r.source else "")
             measured = f"**{measured_cell(r)}** {how_cell(r)}".strip() if r.value is not None else measured_cell(r)
-            out.append("| " + " | ".join(_md(x) for x in (claim, r.claimed, measured, f"**{r.verdict}**",
+            out.append("| " + " | ".join(_md(x) for x in (claim, r.claimed, measured, f"**{verdict_cell(r, cause)}**",
                                                             setup_cell(r, device))) + " |")
     else:
         out.append("No claim was judged on this setup.")
@@ -111,7 +124,7 @@ def _badge(verdict: str) -> str:
 
 
 def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figure_png: bytes | None = None,
-              caption: str = "", title: str = "") -> str:
+              caption: str = "", title: str = "", cause: str = "") -> str:
     """The card as HTML (a notebook's output): judged rows, `pending` claims (not yet decided) in grey, the untested
     line, and the figure (PNG bytes) to the right of the table."""
     rows = [as_row(r) for r in rows]
@@ -126,6 +139,8 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
         body.append(f'<tr><td style="{_CELL}">{claim}{by}</td><td style="{_CELL}">{esc(r.claimed)}</td>'
                     f'<td style="{_CELL}">{measured}</td><td style="{_CELL}">{_badge(r.verdict)}'
                     + (f'<br><span style="font-size:11px; color:#616161">{esc(r.why)}</span>' if r.why else "")
+                    + (f'<br><span style="font-size:11px; color:#616161">{esc(cause)} (perflab diagnose)</span>'
+                       if cause and _missed(r) else "")
                     + f'</td><td style="{_CELL}; font-size:12px">{esc(setup_cell(r, device))}</td></tr>')
     for c in pending:
         body.append(f'<tr style="color:#9e9e9e"><td style="{_CELL}">{esc(c.text)}</td><td style="{_CELL}">'
@@ -147,10 +162,10 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
     return f'<div style="display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start">{left}{right}</div>'
 
 
-def card_text(rows: Iterable, *, device: str = "", pending: Iterable = ()) -> str:
+def card_text(rows: Iterable, *, device: str = "", pending: Iterable = (), cause: str = "") -> str:
     """The card as plain text (a terminal, a notebook viewer without HTML)."""
     rows = [as_row(r) for r in rows]
-    lines = [f"[{r.verdict}] {r.claim}: {measured_cell(r)} ({how_cell(r)}; {setup_cell(r, device)})"
+    lines = [f"[{verdict_cell(r, cause)}] {r.claim}: {measured_cell(r)} ({how_cell(r)}; {setup_cell(r, device)})"
              for r in rows if r.verdict != "not tested here"]
     lines += [f"[{PENDING}] {c.text}" for c in pending]
     line = untested_line(rows)
@@ -173,7 +188,7 @@ class VerdictCard:
     def __init__(self, claims: Claims, run=None, *, title: str = "", show: bool = True):
         if not isinstance(claims, Claims):
             raise TypeError(f"VerdictCard(CLAIMS): the study's Claims, got {type(claims).__name__}")
-        self.claims, self.run, self.rows, self.title = claims, None, None, title
+        self.claims, self.run, self.rows, self.title, self.cause = claims, None, None, title, ""
         self._png, self._caption, self._handle = None, "", None
         if show:
             self._handle = _display(self)
@@ -196,11 +211,16 @@ class VerdictCard:
     def device(self) -> str:
         return device_text(getattr(self.run.log, "env", {}) or {}) if self.run is not None else ""
 
-    def judge(self, found: Mapping) -> list[ClaimRow]:
-        """Judge every claim on `found` (`Claims.judge`: {key: Evidence}), log the rows, fill the card in. -> rows"""
+    def judge(self, found: Mapping, *, diagnosis=None) -> list[ClaimRow]:
+        """Judge every claim on `found` (`Claims.judge`: {key: Evidence}), log the rows, fill the card in; `diagnosis`:
+        the baseline's or the version's `perflab.kit.diagnose(...)`, whose top cause the card names beside a timed
+        claim that does not hold (and logs, for REPORT.md). -> rows"""
         run = self._run("judge")
         rows = self.claims.judge(found, cfg=run.cfg, device=run.device)
         log_rows(run.log, rows, headline=self.claims.headline, quiet=True)
+        if diagnosis is not None:
+            self.cause = diagnosis.cause_line()
+            diagnosis.log(run.log)
         self.rows = rows
         self._update()
         return rows
@@ -233,10 +253,10 @@ class VerdictCard:
     def _repr_html_(self) -> str:
         title = " · ".join(x for x in (self.title or "Verdicts", self.device) if x)
         return card_html(self.rows or [], device=self.device, pending=self._pending(), figure_png=self._png,
-                         caption=self._caption, title=title)
+                         caption=self._caption, title=title, cause=self.cause)
 
     def __repr__(self) -> str:
-        return card_text(self.rows or [], device=self.device, pending=self._pending())
+        return card_text(self.rows or [], device=self.device, pending=self._pending(), cause=self.cause)
 
     def _update(self) -> None:
         if self._handle is not None:

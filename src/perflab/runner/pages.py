@@ -28,7 +28,7 @@ from ..kit.results import executions, latest_judged, read_rows
 
 KEEP = "outputs/refresh"                 # the evidence the pages quote, relative to the project
 H100 = "outputs/h100/1a70d9c"            # the H100 run the pages quote (judged by the rule of its day)
-KINDS = ("claim", "check", "note")       # what the pages read of an execution
+KINDS = ("claim", "check", "note", "diagnosis")   # what the pages read of an execution
 
 
 class PagesError(ValueError):
@@ -129,8 +129,10 @@ def cards(studies: dict[str, list[dict]], root: Path, figures: str | None, page:
         fig = Path(figures) / f"{study}.png" if figures is not None else None
         link = Path(*[".."] * len(page.parent.parts)) / fig if fig is not None and (root / fig).is_file() else None
         title = f"{study} · {device_text(env)} · torch {env.get('torch', '?')} · commit {(env.get('commit') or '?')[:7]}"
+        cause = next((r.get("cause", "") for r in reversed(rs) if r["kind"] == "diagnosis"), "")
         parts.append(f"### {study}\n\n" + card_markdown([r for r in rs if r["kind"] == "claim"], device=device_text(env),
-                                                        figure=link.as_posix() if link else "", title=title))
+                                                        figure=link.as_posix() if link else "", title=title,
+                                                        cause=cause))
     return "\n\n".join(parts)
 
 
