@@ -136,15 +136,17 @@ def test_the_study_has_the_house_rooms_by_file_name_and_no_placeholder_left(stud
     nb = json.loads((study / "spmv.ipynb").read_text())
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     # the house's order: imports (the claims among them) and the verdict card, parameters, setup (the card attached,
-    # the findings), correctness (checked), counts (checked), benchmark, plot (the card's figure), claims (the card)
+    # the findings), the baseline's diagnosis, correctness (checked), counts (checked), benchmark, plot (the card's
+    # figure), claims (the card)
     assert "from spmv.claims import CLAIMS" in code[0] and "card = VerdictCard(CLAIMS)" in code[0]
     assert "parameters" in nb["cells"][2]["metadata"]["tags"] and code[2].startswith('run = setup("spmv", globals()')
     assert "card=card" in code[2] and "found = study.Findings(" in code[2]
-    assert [i for i, c in enumerate(code) if c.startswith("# NBVAL_CHECK_OUTPUT")] == [3, 4]
-    assert "report_checks(run, checks.correctness(run, found.data))" in code[3]
-    assert "found.times = study.benchmark(run)" in code[5]
-    assert "card.figure(" in code[6]
-    assert all(f in code[7] for f in ("card.judge(study.evidence(run, found))", "card.details()"))
+    assert "diagnose(setup=lambda: baseline_step(run))" in code[3]   # it starts with its baseline's diagnosis
+    assert [i for i, c in enumerate(code) if c.startswith("# NBVAL_CHECK_OUTPUT")] == [4, 5]
+    assert "report_checks(run, checks.correctness(run, found.data))" in code[4]
+    assert "found.times = study.benchmark(run)" in code[6]
+    assert "card.figure(" in code[7]
+    assert all(f in code[8] for f in ("card.judge(study.evidence(run, found), diagnosis=diagnosis)", "card.details()"))
     assert nb["cells"][-1]["cell_type"] == "markdown"
     assert os.stat(study).st_mode & 0o777 == 0o777 & ~_umask()  # like any folder made here, not mkdtemp's 0o700
 
