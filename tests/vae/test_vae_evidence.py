@@ -29,7 +29,7 @@ ON_CPU = {key: (None, None, None, "not tested here") for key in (*SAVINGS, *REMA
     key: ON_GPU[key] for key in ("unique_syncs", "integrity", "sep_grad", "optimized_syncs", "captured_syncs",
                                  "captured_math")} | {"cpu_ops_10x": (248 / 31, 248 / 31, 248 / 31, "partly holds")}
 UNITS = {**{k: "s/epoch" for k in SAVINGS}, **{k: "ms" for k in REMAPS}, **{k: "x" for k in SPEEDUPS},
-         "cpu_ops_10x": "x"}
+         "cpu_ops_10x": "x", "integrity": "bool", "sep_grad": "bool", "captured_math": "bool"}
 
 
 def _rows(device_type: str, **params):

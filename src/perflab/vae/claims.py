@@ -19,7 +19,7 @@ What measures each claim:
   (SPEEDUPS, `study.decide_speedups`); off that setup nothing is timed for them (the sentence gives the timing
   table's indicative ratio of mean times, with its interval).
 - counts (host syncs, launch calls, ops dispatched) and pass/fail facts (same curves, the gradient steers): exact;
-  a pass/fail fact is 1 (it holds) or 0, against >= 1.
+  a pass/fail fact is 1 (it holds) or 0, against >= 1, in unit "bool" (it reads "yes" / "no").
 """
 from __future__ import annotations
 
@@ -62,10 +62,10 @@ CLAIMS = Claims(
           measured_by="study.remap_costs"),
     Claim("integrity", "Algorithm integrity: NO changes to forward pass, loss, gradient flow", "unchanged",
           at_least=1, source="seed 002", metric="1 when baseline and optimized curves are equal to rounding, else 0",
-          unit="", measured_by="study.loss_curves"),
+          unit="bool", measured_by="study.loss_curves"),
     Claim("sep_grad", "The separability term shapes the latent space (computed under no_grad in the origin)",
           "J steers the encoder", at_least=1, fixed=True, source="research note",
-          metric="1 when the separability gradient changes the weights, else 0", unit="",
+          metric="1 when the separability gradient changes the weights, else 0", unit="bool",
           measured_by="study.correctness"),
     Claim("optimized_syncs", "Zero host syncs inside the optimized step", "0", at_most=0, source="issue 6",
           metric="host syncs in the step, the metric reads excluded (counted)", unit="", measured_by="study.host_syncs"),
@@ -75,7 +75,7 @@ CLAIMS = Claims(
           measured_by="study.decide_speedups"),
     Claim("captured_math", "The captured step keeps the optimized step's math (loss curves equal to rounding)",
           "same curves", at_least=1, source="issue 13",
-          metric="1 when the captured curves equal the optimized step's to rounding, else 0", unit="",
+          metric="1 when the captured curves equal the optimized step's to rounding, else 0", unit="bool",
           measured_by="study.loss_curves"),
     Claim("captured_syncs", "Zero host syncs inside the captured step", "0", at_most=0, source="issue 13",
           metric="host syncs in the step (its eager form), the metric reads excluded (counted)", unit="",
