@@ -19,6 +19,7 @@
     study.py      the notebook's measurements, in its order, each filling a field of Findings (study.IMPLS)
     evidence.py   evidence(run, found): each claim's Evidence for card.judge; this run's sentences
     tables.py     the tables the notebook shows (DataFrames), figures.py its figures
+    diagnosis.py  the steps `perflab diagnose` runs (baseline_step, optimized_step, captured_step) and REPORT
 
 The three `train_epoch` take the same arguments (model, batches, optimizer=, train=, start_step=, progress=,
 progress_file=) and each its own knobs (log_every, sep_grad, compile, backend); `study.IMPLS[name]` looks one
