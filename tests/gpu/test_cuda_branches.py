@@ -83,8 +83,8 @@ CUDA_BRANCHES = {
     "template/tests/test_mystudy.py::<module>": "tests/runner/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
     "template/tests/test_mystudy.py::test_the_gpu_preset_is_valid": "tests/runner/test_new_study.py::test_cuda_the_new_study_on_the_gpu",
     # sentences and verdicts from a GPU run's evidence: a CPU test gives them such evidence
-    "vae/study.py::evidence": "tests/vae/test_vae_study.py::test_claims_table_and_verdicts",
-    "vae/study.py::reading": "tests/vae/test_vae_study.py::test_claims_table_and_verdicts",
+    "vae/evidence.py::evidence": "tests/vae/test_vae_study.py::test_claims_table_and_verdicts",
+    "vae/evidence.py::reading": "tests/vae/test_vae_study.py::test_claims_table_and_verdicts",
 }
 
 
@@ -162,7 +162,7 @@ def test_each_branch_names_a_test_that_exists(site):
     nodeid = CUDA_BRANCHES[site]
     fn = _test_function(nodeid)
     assert fn is not None, f"{site}: {nodeid} does not exist"
-    if site not in ("vae/study.py::evidence", "vae/study.py::reading"):  # the rest run on a GPU only
+    if site not in ("vae/evidence.py::evidence", "vae/evidence.py::reading"):  # the rest run on a GPU only
         assert _gpu_marked(nodeid, fn), f"{site}: {nodeid} is not marked gpu"
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from perflab.vae.study import torch_threads
+from perflab.vae.trainers import torch_threads
 
 
 @pytest.fixture(scope="module", autouse=True)

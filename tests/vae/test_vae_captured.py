@@ -12,7 +12,8 @@ from perflab.kit.launches import count_launches
 from perflab.kit.syncs import assert_no_host_syncs, count_host_syncs
 from perflab.vae import BadLabelsError, ModelConfig, TrainConfig, baseline, make_batches, optimized
 from perflab.vae.captured import Captured, _Ring
-from perflab.vae.study import DRAWS, captured, count_step_launches, eager, launch_kinds, trainer
+from perflab.vae.measuring import DRAWS, count_step_launches, launch_kinds
+from perflab.vae.trainers import captured, eager, trainer
 
 SMALL = ModelConfig(hidden=(32, 16), latent=8)
 TC = TrainConfig(beta_warmup=4, lam_warmup=4, lam_max=0.5)  # beta and lambda ramp within the test's steps
@@ -190,7 +191,7 @@ def test_this_torch_traces_backward_into_one_graph():
 def test_a_torch_that_cannot_trace_backward_gets_a_clear_error_or_the_eager_form(monkeypatch):
     from perflab.vae import ModelConfig, TrainConfig, optimized
     from perflab.vae import captured as cap
-    from perflab.vae.study import captured, trainer
+    from perflab.vae.trainers import captured, trainer
 
     problem = "torch 2.10.0 has no torch._dynamo.config.trace_autograd_ops"
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: problem)
@@ -222,7 +223,7 @@ def test_curves_are_checked_over_their_first_steps_and_the_whole_gap_reported():
 def test_the_captured_step_compiles_a_static_graph(monkeypatch):
     from perflab.vae import ModelConfig, TrainConfig, optimized
     from perflab.vae import captured as cap
-    from perflab.vae.study import captured, trainer
+    from perflab.vae.trainers import captured, trainer
 
     seen = {}
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: None)  # the probe is not what this test compiles

@@ -246,7 +246,7 @@ def test_the_captured_check_passes_a_real_captured_step_given_half_its_batch(bat
     the step cannot read."""
     from perflab.vae import optimized
     from perflab.vae.captured import Captured
-    from perflab.vae.study import captured, trainer
+    from perflab.vae.trainers import captured, trainer
 
     step = trainer(captured(Captured(optimized.step_config(log_every=2), compile="off")), **KW)
     for x, y in batches[:2]:
@@ -278,9 +278,9 @@ def test_each_of_the_four_batches_counts_in_the_separability_checks(batches, mon
 
 
 def _runs(monkeypatch, *models):
-    """checks.run replaced: the models of its calls in turn (baseline, optimized; then both with the gradient)."""
+    """checks.train_fresh replaced: the models of its calls in turn (baseline, optimized; then both with the gradient)."""
     queue = list(models)
-    monkeypatch.setattr(checks, "run", lambda *a, **k: (None, queue.pop(0)))
+    monkeypatch.setattr(checks, "train_fresh", lambda *a, **k: (None, queue.pop(0)))
 
 
 def _linear(shift=0.0, bias=0.0):

@@ -19,7 +19,7 @@ def test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes():
     from perflab.kit.syncs import assert_no_host_syncs
     from perflab.vae import ModelConfig, TrainConfig, make_batches, optimized
     from perflab.vae.captured import Captured, traced_backward_problem, unsupported_message
-    from perflab.vae.study import captured, eager, trainer
+    from perflab.vae.trainers import captured, eager, trainer
 
     if (problem := traced_backward_problem()) is not None:  # this torch: 05 runs the eager form (docs/gpu-hosts.md)
         pytest.skip(unsupported_message(problem))

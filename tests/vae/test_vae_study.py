@@ -3,47 +3,29 @@ the sweep's fit, the floor, the launch breakdown."""
 import collections
 import dataclasses
 import os
-import types
 
 import pytest
-from torch.utils.benchmark.utils.common import Measurement, TaskSpec
+from vae_injected import findings, run
+from vae_injected import measurement as _m
 
 from perflab.kit.claims import Claim, ClaimError, Claims
 from perflab.kit.verdicts import Decision, Measured
-from perflab.vae import (
-    ModelConfig,
-    TrainConfig,
-    build_model,
-    count_parameters,
-    make_batches,
-    remap_host,
-    remap_unique,
-    single_changes,
-)
+from perflab.vae import ModelConfig, TrainConfig, build_model, count_parameters, make_batches, single_changes, study
 from perflab.vae.claims import CLAIMS, REMAPS, SAVINGS, SPEEDUPS, headline
-from perflab.vae.params import VAEParams
-from perflab.vae.study import (
+from perflab.vae.evidence import evidence, reading
+from perflab.vae.findings import Inputs
+from perflab.vae.measuring import (
     DRAWS,
     GRAPH_CALLS,
     MATMULS,
-    Evidence,
-    decide_remaps,
-    decide_timed,
-    evidence,
     fit_fixed_and_per_sample,
     launch_kinds,
     per_step,
-    reading,
-    seed_table,
     step_floor,
-    variants,
 )
-
-
-def _m(times, name="x"):
-    spec = TaskSpec(stmt="fn()", setup="", global_setup="", label="t", sub_label=name, description="", env="",
-                    num_threads=1)
-    return Measurement(number_per_run=1, raw_times=list(times), task_spec=spec)
+from perflab.vae.params import VAEParams
+from perflab.vae.tables import seed_table
+from perflab.vae.trainers import variants
 
 
 def test_per_step_divides_by_the_steps_of_a_call():
@@ -69,13 +51,10 @@ def test_the_claims_rules_are_the_kits():
 
 
 def test_a_claim_at_batch_64_is_not_tested_at_batch_16():
-    rows = CLAIMS.judge(evidence(_run("cuda"), _evidence("cuda")), cfg=VAEParams(batch=16), device="cuda")
-    row = {r["key"]: r for r in rows}["captured_10x"]
-    assert row["verdict"] == "not tested here" and row["why"] == "measured at batch=16"
-    assert {r["key"]: r for r in rows}["optimized_2x"]["why"] == "measured at batch=16"
-    at_64 = {r["key"]: r["verdict"] for r in CLAIMS.judge(evidence(_run("cuda"), _evidence("cuda")), cfg=VAEParams(),
-                                                           device="cuda")}
-    assert at_64["captured_10x"] == "holds"
+    rows = {r.key: r for r in _judge(_found("cuda"), batch=16)}
+    assert rows["captured_10x"].verdict == "not tested here" and rows["captured_10x"].why == "measured at batch=16"
+    assert rows["optimized_2x"].why == "measured at batch=16"
+    assert {r.key: r.verdict for r in _judge(_found("cuda"))}["captured_10x"] == "holds"
 
 
 def test_a_setup_key_that_is_no_parameter_fails_at_import():
@@ -83,34 +62,45 @@ def test_a_setup_key_that_is_no_parameter_fails_at_import():
         Claims(Claim("x", "fast at batch 64", "2x", at_least=2, setup={"batch_size": 64}), params=VAEParams)
 
 
-def test_decide_timed_gives_what_the_claims_judge_takes(monkeypatch):
-    # tiny model, 2 steps a call, 0.05 s of rounds: the decisions are made against each claim's rule and judged
-    # (their verdicts are timings: never asserted)
-    cfg = VAEParams(verdict_time=0.05, batch=8, log_every=2)
-    kw = dict(model_cfg=ModelConfig(hidden=(8,), latent=4), train_cfg=TrainConfig(), seed=0, device="cpu")
+def test_the_decisions_are_what_the_claims_judge(monkeypatch, tmp_path):
+    # tiny model, 2 steps a call, 0.05 s of rounds: decide_speedups, decide_savings and remap_costs make their
+    # decisions against each claim's rule, and the claims judge them (their verdicts are timings: never asserted)
+    cfg = VAEParams(verdict_time=0.05, batch=8, log_every=2, min_run_time=0.01, max_run_time=0.02)
     batches = make_batches(2, batch=8, group=1, seed=0, device="cpu")
-    y = batches[0][1]
-    remaps = {"remap_host": lambda: remap_host(y, 6), "remap_unique": lambda: remap_unique(y, 6)}
+    impls, _ = variants(2, "off", "inductor")
+    f = findings("cpu")
+    f.inputs = Inputs(model_cfg=ModelConfig(hidden=(8,), latent=4), train_cfg=TrainConfig(), impls=impls, fallback="",
+                      curve_batches=batches, timed_batches=batches, clock=None, model0=None, device_kind="cpu",
+                      progress_file=open(os.devnull, "w"))
+    f.captured = type("C", (), {"trainer": study.trainer(impls["captured"], **f.inputs.kw)})()
+    r = run("cpu", batch=8, log_every=2, verdict_time=0.05, min_run_time=0.01, max_run_time=0.02)
+    assert r.cfg == dataclasses.replace(cfg, epoch_batches=5000)
 
     def decide():
-        with open(os.devnull, "w") as null:
-            got = decide_timed(variants(2, "off", "inductor")[0], batches, cfg=cfg, progress_file=null, **kw)
-        return got | decide_remaps(remaps, cfg=cfg, device="cpu")
-    off = decide()                                  # on a CPU every timed claim is a GPU claim: none is timed
-    assert set(off) == set(SAVINGS) | set(SPEEDUPS) | set(REMAPS) and all(v is None for v in off.values())
-    rows = {r["key"]: r for r in CLAIMS.judge(evidence(_run(batch=8), _evidence(decisions=off)), cfg=cfg, device="cpu")}
-    assert rows["deferred"]["verdict"] == rows["remap_host_ms"]["verdict"] == "not tested here"
-    why = rows["captured_10x"].get("why")
+        got = study.remap_costs(r, f)
+        return got, study.decide_speedups(r, f) | study.decide_savings(r, f)
+    remaps, off = decide()                      # on a CPU every timed claim is a GPU claim: none is timed
+    assert set(off) == set(SAVINGS) | set(SPEEDUPS) and all(v is None for v in off.values())
+    assert set(remaps.decisions) == set(REMAPS) and all(v is None for v in remaps.decisions.values())
+    assert remaps.unique_syncs == {"unique": 1, "__setitem__[bool mask]": 3} and set(remaps.times) == {
+        "remap_host", "remap_unique", "remap_presence"}
+    rows = {x.key: x for x in _judge(dataclasses.replace(f, remaps=remaps, **_split(off)), batch=8)}
+    assert rows["deferred"].verdict == rows["remap_host_ms"].verdict == "not tested here"
+    why = rows["captured_10x"].why
     assert why.startswith("measured") and "at batch=8" in why and "on cpu" in why
     real = Claim.off_setup                               # the savings and remap costs timed here all the same
     monkeypatch.setattr(Claim, "off_setup", lambda self, cfg=None, device_type="":
                         "" if self.key in (*SAVINGS, *REMAPS) else real(self, cfg, device_type))
-    got = decide()
+    remaps, got = decide()
     assert all(isinstance(got[k], Decision) and got[k].quantity == "saving" for k in SAVINGS)
-    assert all(got[k].quantity == "ms per call" and got[k].value > 0 for k in REMAPS)
-    rows = CLAIMS.judge(evidence(_run(batch=8), _evidence(decisions=got)), cfg=cfg, device="cpu")
-    assert [r["key"] for r in rows] == list(CLAIMS.keys)
-    assert all(r["rounds"] >= 1 for r in rows if r["key"] in SAVINGS)
+    assert all(remaps.decisions[k].quantity == "ms per call" and remaps.decisions[k].value > 0 for k in REMAPS)
+    rows = _judge(dataclasses.replace(f, remaps=remaps, **_split(got)), batch=8)
+    assert [x.key for x in rows] == list(CLAIMS.keys)
+    assert all(x.rounds >= 1 for x in rows if x.key in SAVINGS), [(x.key, x.rounds, x.measured) for x in rows if x.key in SAVINGS]
+
+
+def _split(decisions: dict) -> dict:
+    return {"savings": {k: decisions[k] for k in SAVINGS}, "speedups": {k: decisions[k] for k in SPEEDUPS}}
 
 
 def test_fit_recovers_a_line():
@@ -135,74 +125,77 @@ def _decision(key, value, low, high):
                     quantity="saving" if key in SAVINGS else "speedup", **CLAIMS[key].rule)
 
 
-def _evidence(device_type="cpu", **over):
-    names = list(single_changes()) + ["captured"]
-    times = {n: _m([10e-3, 10.1e-3, 9.9e-3, 10e-3], n) for n in names}
-    times["optimized"] = _m([5e-3, 5.1e-3, 4.9e-3, 5e-3])
-    times["captured"] = _m([0.5e-3, 0.55e-3, 0.45e-3, 0.5e-3])
-    syncs = {n: 13.0 for n in names} | {"optimized": 0.1, "captured": 0.1}
-    decisions = {k: _decision(k, 0.1, -0.3, 0.4) for k in SAVINGS}        # no saving between equal timings
-    decisions |= {k: _decision(k, 0.1, 0.09, 0.11) for k in REMAPS}       # 0.1 ms per call
+def _found(device_type="cpu", **over):
+    """The findings of the claims table below: every configuration 10 ms a step but optimized 5 ms and captured
+    0.5 ms, 240 -> 31 launches; on a GPU no saving between equal timings, 0.1 ms a remap, optimized 2.0x straddling
+    2x and captured 20x."""
+    f = findings(device_type)
+    times = {n: around_ms(10.0, n) for n in f.times} | {"optimized": around_ms(5.0), "captured": around_ms(0.5)}
+    per = {"baseline": 240.0, "optimized": 230.0, "captured": 31.0}
+    kinds = {n: {**f.launches.kinds[n], "other (elementwise, reductions, views, host reads)": per[n] - 30.0}
+             for n in per}
+    host = {n: dict(graph=0.0, kernel=0.0, copy=0.0, memset=0.0) for n in per}
+    launches = dataclasses.replace(f.launches, per_step=per, kinds=kinds, host=host)
+    f = dataclasses.replace(f, times=times, launches=launches)
     if device_type == "cuda":
-        decisions |= {"optimized_2x": _decision("optimized_2x", 2.0, 1.9, 2.1),   # straddles 2x
+        f.savings = {k: _decision(k, 0.1, -0.3, 0.4) for k in SAVINGS}
+        f.remaps.decisions = {k: _decision(k, 0.1, 0.09, 0.11) for k in REMAPS}
+        f.speedups = {"optimized_2x": _decision("optimized_2x", 2.0, 1.9, 2.1),
                       "captured_10x": _decision("captured_10x", 20.0, 18.0, 22.0)}
-    ev = Evidence(times=times, decisions=decisions, syncs_per_step=syncs, step_syncs={"optimized": 0, "captured": 0},
-                  launches={"baseline": 240.0, "optimized": 230.0, "captured": 31.0},
-                  host_launches={n: dict(graph=0.0, kernel=0.0, copy=0.0, memset=0.0) for n in names},
-                  unique_remap_syncs={"unique": 1, "__setitem__[bool mask]": 3},
-                  curves={"baseline = optimized": True, "optimized = captured": True}, curve_steps=100,
-                  captured_gap=2e-5, sep_grad_steers=True, device_kind=device_type)
-    return dataclasses.replace(ev, **over)
+    return dataclasses.replace(f, **over)
 
 
-def _run(device_type="cpu", batch=64):
-    """A run as the notebook's: its parameters (batch, the seed table's 5000-batch epoch) and its device type."""
-    return types.SimpleNamespace(cfg=VAEParams(batch=batch, epoch_batches=5000),
-                                 device=types.SimpleNamespace(type=device_type))
+def around_ms(ms, name="x"):
+    return _m([ms * 1e-3 * x for x in (1.0, 1.01, 0.99, 1.0)], name)
 
 
-def _judge(ev, device_type=None, batch=64):
-    run = _run(device_type or ev.device_kind, batch)
-    return CLAIMS.judge(evidence(run, ev), cfg=run.cfg, device=run.device.type)
+def _judge(f, batch=64):
+    r = run(f.inputs.device_kind.replace("h100", "cuda"), batch=batch)
+    return CLAIMS.judge(evidence(r, f), cfg=r.cfg, device=r.device)
 
 
 def test_claims_table_and_verdicts():
-    rows = _judge(_evidence())
-    assert [r["key"] for r in rows] == list(CLAIMS.keys)
-    v = {r["key"]: r["verdict"] for r in rows}
+    rows = _judge(_found())
+    assert [r.key for r in rows] == list(CLAIMS.keys)
+    v = {r.key: r.verdict for r in rows}
     assert [v[k] for k in SAVINGS] == ["not tested here"] * 4  # the seed's GPU savings, on a CPU
     assert v["remap_host_ms"] == v["remap_unique_ms"] == "not tested here"
     assert v["unique_syncs"] == "does not hold" and v["integrity"] == "holds" and v["sep_grad"] == "fixed"
     assert v["optimized_2x"] == v["captured_10x"] == v["captured_launches"] == "not tested here"  # GPU-only, on a CPU
     assert v["cpu_ops_10x"] == "partly holds"                         # 240 / 31 = 7.7x: real, short of 10x
     assert v["optimized_syncs"] == v["captured_syncs"] == v["captured_math"] == "holds"
-    measured = {r["key"]: r["measured"] for r in rows}
-    assert "+0.10 s [-0.30, +0.40] per 5000-batch epoch on cpu" in measured["remap"]
+    measured = {r.key: r.measured for r in rows}
+    assert "+0.00 s per 5000-batch epoch on cpu" in measured["remap"]   # equal medians: nothing saved
     assert "not judged" in measured["captured_10x"]                  # the timing table's ratio, for the reader
-    table = seed_table(_run(), _evidence(), rows)
-    assert len(table) == len(SAVINGS) + 1 and table["syncs removed per step"].iloc[-1] == pytest.approx(12.9)
-    assert table["verdict"].iloc[0] == "not tested here (measured on cpu)" and table["per 5000-batch epoch"].iloc[-1] == "+25.0 s (medians)"
-    lines = reading(_run(), _evidence(), rows, {MATMULS: 22.0, DRAWS: 7.0, GRAPH_CALLS: 1.0, "other": 1.0})
-    assert "short of 10x by 1.3x" in lines[-1] and "matmuls (aten BLAS calls) 22" in lines[-1]
-    assert "are 30 ops per step" in lines[-1] and "8.0x fewer than the baseline at most" in lines[-1]
+    table = seed_table(run(), _found())
+    assert len(table) == len(SAVINGS) + len(REMAPS) and table["syncs removed per step"].iloc[0] == 0
+    assert table["verdict"].iloc[0] == "not tested here (measured on cpu)"
+    assert table["measured here"].iloc[0] == "+0.00 s per 5000-batch epoch"
+    f = _found()
+    f.launches.kinds["captured"] = {MATMULS: 22.0, DRAWS: 7.0, GRAPH_CALLS: 1.0, "other": 1.0}
+    lines = reading(run(), f, rows)
+    assert "short of 10x by 1.3x" in lines[-3] and "matmuls (aten BLAS calls) 22" in lines[-3]
+    assert "are 30 ops per step" in lines[-3] and "8.0x fewer than the baseline at most" in lines[-3]
     # one replay of a graph that draws random numbers: 1 graph launch + 2 RNG-state fills (PyTorch PR #143777),
     # its 2 input copies and the metric ring's read every 50 steps apart: 5.02 calls, "a few launches" holds
     calls = {"baseline": dict(graph=0.0, kernel=300.0, copy=0.0, memset=0.0),
              "optimized": dict(graph=0.0, kernel=290.0, copy=0.0, memset=0.0),
              "captured": dict(graph=1.0, kernel=2.0, copy=2.02, memset=0.0)}
-    gpu_rows = _judge(_evidence("cuda", host_launches=calls))
-    gpu = {r["key"]: r["verdict"] for r in gpu_rows}
+    gpu_found = _found("cuda")
+    gpu_found.launches.host = calls
+    gpu_rows = _judge(gpu_found)
+    gpu = {r.key: r.verdict for r in gpu_rows}
     assert gpu["captured_10x"] == "holds" and gpu["captured_launches"] == "holds"
-    assert "1.00 graph launch + 2.00 kernel launches" in {r["key"]: r["measured"] for r in gpu_rows}["captured_launches"]
-    eager = dict(calls, captured=dict(graph=0.0, kernel=280.0, copy=2.0, memset=0.0))   # not replayed: many launches
-    assert {r["key"]: r["verdict"] for r in _judge(_evidence("cuda", host_launches=eager))}["captured_launches"] == \
-        "does not hold"
+    assert "1.00 graph launch + 2.00 kernel launches" in {r.key: r.measured for r in gpu_rows}["captured_launches"]
+    gpu_found.launches.host = dict(calls, captured=dict(graph=0.0, kernel=280.0, copy=2.0, memset=0.0))  # not replayed
+    assert {r.key: r.verdict for r in _judge(gpu_found)}["captured_launches"] == "does not hold"
     assert gpu["cpu_ops_10x"] == "not tested here"
     assert [gpu[k] for k in SAVINGS] == ["does not hold"] * 4    # on a GPU: no saving between equal timings
     assert gpu["remap_host_ms"] == gpu["remap_unique_ms"] == "does not hold"   # 0.1 ms against 13 and 1 ms
     assert gpu["optimized_2x"] == "within noise"  # 2.0x whose interval straddles 2x
-    none_seen = _evidence("cuda", launches={"baseline": 300.0, "optimized": 290.0, "captured": 0.0})
-    assert "infx fewer" in {r["key"]: r["measured"] for r in _judge(none_seen)}["cpu_ops_10x"]  # no crash
+    none_seen = _found("cuda")
+    none_seen.launches.per_step = {"baseline": 300.0, "optimized": 290.0, "captured": 0.0}
+    assert "infx fewer" in {r.key: r.measured for r in _judge(none_seen)}["cpu_ops_10x"]  # no crash
 
 
 def test_launch_kinds_split_a_count():
@@ -221,7 +214,7 @@ def test_pick_clock():
 
     import torch
 
-    from perflab.vae.study import pick_clock, torch_threads
+    from perflab.vae.trainers import pick_clock, torch_threads
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     with torch_threads(1):
@@ -241,7 +234,7 @@ def test_the_notebooks_implementations_are_kit_variants_of_one_type(monkeypatch)
     """05's implementations, declared in the study: each configuration a Variant of the version whose switches it
     has, the captured step one of "captured" recording the optimized step, eager where dynamo cannot trace backward."""
     from perflab.vae import captured as cap
-    from perflab.vae.study import step_config
+    from perflab.vae.trainers import step_config
 
     monkeypatch.setattr(cap, "traced_backward_problem", lambda: None)
     impls, fallback = variants(10, "default", "inductor")

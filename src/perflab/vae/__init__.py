@@ -11,9 +11,15 @@
     optimized.py  train_epoch: the sync-free loop (and its step_config)
     captured.py   train_epoch: the optimized step recorded once (CapturedStep, Captured: its knobs)
     impls.py      IMPLS = {"baseline", "optimized", "captured": each module's train_epoch}, a kit Versions
+    trainers.py   every configuration as a kit Variant, and its trainer (a fresh model from a seed; train_fresh)
+    measuring.py  host syncs and launches per step, a step's time in interleaved rounds, the sweep's fit, the floor
     checks.py     the notebook's correctness checks
-    claims.py     CLAIMS: the seed's claims and the issue's targets with their verdict rules, as data
-    study.py      its measurements, and evidence(run, ev) for CLAIMS.judge (study.IMPLS: the versions)
+    claims.py     CLAIMS: the seed's claims and the issue's targets with their verdict rules, units and measurers
+    findings.py   Findings: what the notebook measures, one field per measuring function of study.py
+    study.py      the notebook's measurements, in its order, each filling a field of Findings (study.IMPLS)
+    evidence.py   evidence(run, found): each claim's Evidence for card.judge; this run's sentences
+    tables.py     the tables the notebook shows (DataFrames), figures.py its figures
+    diagnosis.py  the steps `perflab diagnose` runs (baseline_step, optimized_step, captured_step) and REPORT
 
 The three `train_epoch` take the same arguments (model, batches, optimizer=, train=, start_step=, progress=,
 progress_file=) and each its own knobs (log_every, sep_grad, compile, backend); `study.IMPLS[name]` looks one
