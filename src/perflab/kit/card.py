@@ -49,9 +49,14 @@ def how_cell(r: ClaimRow) -> str:
 
 
 def setup_cell(r: ClaimRow, device: str = "") -> str:
-    """'batch=128 · AMD EPYC (cpu)': the claim's setup as it ran, and the device."""
+    """'batch=128 · AMD EPYC (cpu)': the claim's setup as it ran, and the device (`device`; '' where the card names
+    it once for every row); '-' for a claim about no setup on a card that names its device."""
     keys = [f"{k}={v}" for k, v in (r.setup or {}).items() if k != "device"]
-    return " · ".join([*keys, device or (r.setup or {}).get("device", "")]).strip(" ·")
+    return " · ".join([*keys, device]).strip(" ·") or "-"
+
+
+def _on(device: str) -> str:
+    return f"Every claim measured on {device}." if device else ""
 
 
 def _missed(r: ClaimRow) -> bool:
@@ -93,15 +98,15 @@ def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: 
     judged = [r for r in rows if r.verdict != "not tested here"]
     out = [f"**{title}**", ""] if title else []
     if judged:
-        out += ["| claim | the report said | measured here | verdict | setup, device |", "|---|---|---|---|---|"]
+        out += ["| claim | the report said | measured here | verdict | setup |", "|---|---|---|---|---|"]
         for r in judged:
             claim = r.claim + (f" ({r.source})" if r.source else "")
             measured = f"**{measured_cell(r)}** {how_cell(r)}".strip() if r.value is not None else measured_cell(r)
             out.append("| " + " | ".join(_md(x) for x in (claim, r.claimed, measured, f"**{verdict_cell(r, cause)}**",
-                                                            setup_cell(r, device))) + " |")
+                                                            setup_cell(r))) + " |")
     else:
         out.append("No claim was judged on this setup.")
-    line = untested_line(rows)
+    line = " ".join(x for x in (_on(device) if judged else "", untested_line(rows)) if x)
     if line:
         out += ["", line]
     if figure:
@@ -141,16 +146,16 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
                     + (f'<br><span style="font-size:11px; color:#616161">{esc(r.why)}</span>' if r.why else "")
                     + (f'<br><span style="font-size:11px; color:#616161">{esc(cause)} (perflab diagnose)</span>'
                        if cause and _missed(r) else "")
-                    + f'</td><td style="{_CELL}; font-size:12px">{esc(setup_cell(r, device))}</td></tr>')
+                    + f'</td><td style="{_CELL}; font-size:12px">{esc(setup_cell(r))}</td></tr>')
     for c in pending:
         body.append(f'<tr style="color:#9e9e9e"><td style="{_CELL}">{esc(c.text)}</td><td style="{_CELL}">'
                     f'{esc(c.claimed)}</td><td style="{_CELL}">-</td><td style="{_CELL}">{PENDING}</td>'
                     f'<td style="{_CELL}"></td></tr>')
     head = "".join(f'<th style="{_CELL}">{h}</th>' for h in
-                   ("claim", "the report said", "measured here", "verdict", "setup, device"))
+                   ("claim", "the report said", "measured here", "verdict", "setup"))
     table = (f'<table style="{_STYLE}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
              if body else "<p>No claim was judged on this setup.</p>")
-    line = untested_line(rows)
+    line = " ".join(x for x in (_on(device) if judged else "", untested_line(rows)) if x)
     foot = f'<p style="font-size:12px; color:#616161; margin:6px 0 0 0">{esc(line)}</p>' if line else ""
     heading = f'<div style="font-weight:600; margin-bottom:4px">{esc(title)}</div>' if title else ""
     left = f'<div style="flex: 1 1 560px; min-width: 420px">{heading}{table}{foot}</div>'
