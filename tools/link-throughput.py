@@ -52,7 +52,7 @@ def main() -> None:
           f"{len(queries)} of {len(kg.queries['test'])} test triples; compile={args.compile} backend={args.backend}")
     print(f"load average before: {os.getloadavg()}")
     for batch in args.batch:
-        cfg = LinkConfig(n_queries=args.queries, batch=batch, compile=args.compile, backend=args.backend, seed=args.seed,
+        cfg = LinkConfig(n_queries=args.queries, search_batch=batch, compile=args.compile, backend=args.backend, seed=args.seed,
                          greedy_batch=batch)
         rows = throughput(kg, engine, policy, model, queries, cfg, bench.mining.rules if bench else None, args.repeats,
                           {k: SEARCHES[k] for k in args.versions})

@@ -42,7 +42,7 @@ def tiny():
 
 
 def _cfg(**kw):
-    return LinkConfig(**{"n_queries": 0, "n_fit": 0, "batch": 64, "beam": 8, "emb": EmbeddingConfig(rank=8, epochs=20),
+    return LinkConfig(**{"n_queries": 0, "n_fit": 0, "search_batch": 64, "beam": 8, "emb": EmbeddingConfig(rank=8, epochs=20),
                          "n_cost": 1, "compile": "off", "greedy_batch": 0, **kw})
 
 

@@ -1,4 +1,5 @@
-"""Link prediction's correctness checks: the beam search against the breadth-first oracle (`reference.py`), a
+"""Link prediction's correctness checks: the breadth-first oracle against the plain-Python reference prover, the beam
+search against that oracle (`reference.py`), a
 search chunk free of host syncs, and fitted ranks that do not depend on the search's batch, as named pass/fail
 results (`perflab.kit.claims.Check`, passed to `report_checks`). The details are counts."""
 from __future__ import annotations
@@ -10,10 +11,24 @@ from ...kit.syncs import count_host_operands, count_host_syncs
 from ..core.engine import UnificationEngine
 from ..core.policy import make_policy
 from ..core.ranking import outside, rank_bounds
+from ..core.reference import Limits, ReferenceProver
 from .benchmark_eval import SIDES, filtered_candidates
 from .predict import Scored, rank, score_split
 from .reference import prove_exhaustive
 from .search import SCORE_TOL, BeamSearch, ClosingSearch, SparseClosingSearch, differences
+
+
+def oracle_check(kg, engine, queries: torch.Tensor, depth: int = 2) -> Check:
+    """The oracle the search is held to (`reference.prove_exhaustive`, batched, on the engine) against the plain-Python
+    reference prover (`core.reference.ReferenceProver`, SLD resolution under the engine's limits): the shortest-proof
+    depth of each of `queries` within `depth` steps, equal."""
+    got = prove_exhaustive(engine, queries.to(engine.device), depth).cpu()
+    ref = ReferenceProver(kg, Limits.of(engine))
+    want = torch.tensor([ref.prove(tuple(q), depth) for q in queries.tolist()])
+    differ = int((got != want).sum())
+    return Check(f"the breadth-first oracle equals the reference prover on {len(queries)} test triples (depth <= "
+                 f"{depth}; {int((want > 0).sum())} provable)", differ == 0,
+                 f"{differ} of {len(queries)} shortest-proof depths differ (allowed 0)")
 
 
 def search_checks(kg, engine, policy, queries: torch.Tensor, width: int, depth: int, batch: int):
