@@ -1,5 +1,5 @@
 """Issue 33, part 2: the table of what was tried to make proofs earn their place, on the whole splits of the
-real graphs. Per graph: the policy and ComplEx trained as notebooks/03_eval trains them (CPU defaults), the
+real graphs. Per graph: the policy and ComplEx trained as notebooks/03b_links trains them (CPU defaults), the
 valid and test lists scored ONCE (beam search + embedding + the mined rules' table: the minutes), then every
 fitting procedure of `links.combine.PROCEDURES` fitted on 24 / 300 / all valid triples (seconds each) and ranked
 on the whole test split beside ComplEx alone (`links.predict.fits_table`), the oracle rows (fitted on test)
