@@ -18,7 +18,7 @@ from .embeddings import EmbeddingConfig
 @dataclasses.dataclass
 class LinkParams(RunParams):
     """notebooks/03b_links.ipynb"""
-    verdict_time: float = 10.0       # seconds of rounds per timed claim at most (a verdict stops once decided); a whole split's rate needs several passes
+    verdict_time: float = 10.0       # seconds of rounds per timed claim at most: a whole split's rate needs several passes
     compile: CompileMode = "default"  # torch.compile mode of the search and the greedy step: off, default, reduce-overhead or max-autotune
     backend: Backend = "eager"       # torch.compile backend: inductor, eager (the graphs without inductor's ~60 s) or aot_eager
     kg: str = "nations"              # the graph: kinship, nations, umls, family (synthetic), or a folder (relative: from where you ran)
