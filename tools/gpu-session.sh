@@ -22,11 +22,11 @@
 #                                              # tools/gpu-wheels.lock holds (sha256; after a pin
 #                                              # changes: python -m gpuwindow wheels lock .whl)
 # There, one call each (carry .whl and .gpu-res; timeout_s 600):
-#   bash tools/gpu-session.sh smoke            # the quick GPU tests + all six notebooks on params/gpu-smoke/
+#   bash tools/gpu-session.sh smoke            # the quick GPU tests + every notebook on params/gpu-smoke/
 #   bash tools/gpu-session.sh tests            # the compiled GPU tests alone (inductor, CUDA graphs, torchrun, ...;
 #                                              # `tests all`: every GPU test, `tests quick`: the smoke's)
 #   bash tools/gpu-session.sh full --tests 04_early_exit   # the compiled GPU tests, then 04 on params/gpu/
-#   bash tools/gpu-session.sh full 03_eval 05_vae_sync     # their params/gpu/ presets; no names: all six
+#   bash tools/gpu-session.sh full 03_eval 05_vae_sync     # their params/gpu/ presets; no names: all of them
 # Each call ends by $GPU_SESSION_DEADLINE seconds (540: 60 s under the command's limit) with the summary (per test
 # part and notebook: ok / failed / skipped / cut, seconds) and its exit status: 0 all ok or skipped, 1 a part failed,
 # 2 the start failed (wheels, kernel, imports, no CUDA: the reason on the lines above), 3 a part was cut by the

@@ -1,5 +1,5 @@
 """Issue 33, part 2: the table of what was tried to make proofs earn their place, on the whole splits of the
-real graphs. Per graph: the policy and ComplEx trained as notebooks/03_eval trains them (CPU defaults), the
+real graphs. Per graph: the policy and ComplEx trained as notebooks/03b_links trains them (CPU defaults), the
 valid and test lists scored ONCE (beam search + embedding + the mined rules' table: the minutes), then every
 fitting procedure of `links.combine.PROCEDURES` fitted on 24 / 300 / all valid triples (seconds each) and ranked
 on the whole test split beside ComplEx alone (`links.predict.fits_table`), the oracle rows (fitted on test)
@@ -56,15 +56,15 @@ def run_graph(name: str, cfg: LinkConfig, train_updates: int = 30, max_derived: 
     search = BeamSearch(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
     table = combine.RuleTable(kg, bench.mining.rules)
     t1 = time.perf_counter()
-    valid = score_split(kg, valid_queries(kg, 0), search, model, cfg.batch, cfg.seed, table)
-    test = score_split(kg, kg.queries["test"], search, model, cfg.batch, cfg.seed, table)
+    valid = score_split(kg, valid_queries(kg, 0), search, model, cfg.search_batch, cfg.seed, table)
+    test = score_split(kg, kg.queries["test"], search, model, cfg.search_batch, cfg.seed, table)
     t2 = time.perf_counter()
     if save is not None:                          # the lists, for fits tried later without the search's minutes
         torch.save({"valid": valid, "test": test, "n_rules": table.n_rules}, save)
     rows = fits_table(valid, test, table.n_rules, cfg.seed, default=(cfg.fit, cfg.n_fit))
     t3 = time.perf_counter()
     comb = fit_combination(valid.head(cfg.n_fit), cfg, table)
-    decoy, info = checks.decoy_check(kg, search, model, comb, table, decoys, cfg.batch, cfg.seed)
+    decoy, info = checks.decoy_check(kg, search, model, comb, table, decoys, cfg.search_batch, cfg.seed)
     return {"graph": name, "rows": rows, "decoy": {"passed": decoy[0].passed, "detail": decoy[0].detail, **info},
             "valid triples": valid.queries, "test triples": test.queries, "rules": table.n_rules,
             "candidates": valid.candidates + test.candidates,
@@ -94,7 +94,7 @@ def main():
     ap.add_argument("--decoys", type=int, default=100)
     a = ap.parse_args()
     torch.set_num_threads(1)                      # the notebook's threads=1
-    cfg = LinkConfig(n_queries=0, batch=a.batch, compile="default", backend="eager",
+    cfg = LinkConfig(n_queries=0, search_batch=a.batch, compile="default", backend="eager",
                      emb=EmbeddingConfig(rank=100, epochs=50), greedy_batch=0)   # the greedy loop at the search's batch
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ on both sides' filtered candidates of a graph's test split or a slice of it (iss
     nice -n 5 .venv/bin/python tools/link-throughput.py nations                 # the whole test split
     nice -n 5 .venv/bin/python tools/link-throughput.py kinship --queries 40 --repeats 5
 
-Set up as notebooks/03_eval's CPU defaults (threads 1, compile "default" with backend "eager", max_derived 16,
+Set up as notebooks/03b_links's CPU defaults (threads 1, compile "default" with backend "eager", max_derived 16,
 beam 16, depth 2, 30 policy-gradient updates); batch 512 rows per search step unless --batch. The embedding is
 trained for --emb-epochs (default 0: its scoring costs the same whatever its weights). Prints the environment,
 the machine's load average, then one line per version: candidates/s, median and p20-p80 over --repeats rounds.
@@ -52,7 +52,7 @@ def main() -> None:
           f"{len(queries)} of {len(kg.queries['test'])} test triples; compile={args.compile} backend={args.backend}")
     print(f"load average before: {os.getloadavg()}")
     for batch in args.batch:
-        cfg = LinkConfig(n_queries=args.queries, batch=batch, compile=args.compile, backend=args.backend, seed=args.seed,
+        cfg = LinkConfig(n_queries=args.queries, search_batch=batch, compile=args.compile, backend=args.backend, seed=args.seed,
                          greedy_batch=batch)
         rows = throughput(kg, engine, policy, model, queries, cfg, bench.mining.rules if bench else None, args.repeats,
                           {k: SEARCHES[k] for k in args.versions})

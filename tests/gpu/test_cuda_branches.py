@@ -62,7 +62,7 @@ CUDA_BRANCHES = {
     "vae/captured.py::CapturedStep._record": P05 + "test_cuda_05_captured_step_with_random_draws_at_two_batch_sizes",
     # branches on CUDA graphs (`.cudagraphs`, `uses_cudagraphs`): on a CPU only under check_lifetimes(), which is
     # blind to part of what they do (perflab.kit.cudagraphs); GPU tests compare their values with eager
-    "prover/evaluation/study.py::batch_sweep": P03 + "test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model",
+    "prover/evaluation/sweep.py::batch_sweep": P03 + "test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model",
     "prover/core/step.py::GreedyStep.__init__":
         "tests/prover/test_prover_eval.py::test_cuda_graphs_match_eager_without_recompiles_or_syncs",
     "prover/core/step.py::GreedyStep.compiled":

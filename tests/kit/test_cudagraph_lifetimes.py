@@ -154,7 +154,7 @@ def test_link_prediction_passes_under_the_check():
 
     kg = family_kg(n_families=2, seed=1)
     engine = UnificationEngine(kg, max_derived=8)
-    cfg = LinkConfig(n_queries=2, n_fit=2, batch=32, beam=4, compile="reduce-overhead", backend="eager",
+    cfg = LinkConfig(n_queries=2, n_fit=2, search_batch=32, beam=4, compile="reduce-overhead", backend="eager",
                      emb=EmbeddingConfig(rank=4, epochs=1), n_cost=1, greedy_batch=0)
     with check_lifetimes() as check:
         reset()

@@ -118,7 +118,7 @@ def test_a_chunk_that_reads_the_host_or_takes_a_host_tensor_fails_the_sync_check
 def linked():
     kg, rules = _tiny_kg()
     engine = UnificationEngine(kg, max_derived=16)
-    cfg = LinkConfig(n_queries=0, n_fit=0, batch=64, beam=8, emb=EmbeddingConfig(rank=8, epochs=20), n_cost=1,
+    cfg = LinkConfig(n_queries=0, n_fit=0, search_batch=64, beam=8, emb=EmbeddingConfig(rank=8, epochs=20), n_cost=1,
                      compile="off", greedy_batch=0)
     return kg, evaluate_link_prediction(kg, engine, make_policy(kg, seed=0), cfg, rules=rules)
 

@@ -28,7 +28,7 @@ def test_on_the_cpu_the_prover_runs_the_sparse_search_with_the_runs_compile_sett
     third of the CPU's time, issue 33), built with the config's beam, depth, compile mode and backend; the plain
     ClosingSearch gives the same proofs slower, so no result would show the wrong choice."""
     kg, engine, policy, _ = graph
-    cfg = LinkConfig(beam=3, search_depth=2, batch=12, compile="default", backend="eager")
+    cfg = LinkConfig(beam=3, search_depth=2, search_batch=12, compile="default", backend="eager")
     prover = optimized.Prover(engine, policy, cfg)
     assert type(prover.search) is SparseClosingSearch
     assert (prover.search.width, prover.search.depth) == (3, 2)
@@ -58,7 +58,7 @@ def test_prover_score_hands_on_its_batch_and_the_fail_score(graph):
     rows per step, and a candidate without a proof scores the fail_score asked for (the ranks a user reads put it
     there), not the default -100."""
     kg, engine, policy, cands = graph
-    cfg = LinkConfig(beam=3, search_depth=2, batch=12, compile="off")
+    cfg = LinkConfig(beam=3, search_depth=2, search_batch=12, compile="off")
     got = optimized.Prover(engine, policy, cfg).score(cands, fail_score=-7.5)
     want = SparseClosingSearch(engine, policy, 3, 2).score(cands, 12, -7.5)
     assert got.proven.any() and not got.proven.all()                 # both kinds of candidate

@@ -92,7 +92,7 @@ def test_cuda_03_sweep_peak_under_cuda_graphs_near_the_model(prover_cuda):
     from perflab.prover.core.batching import step_bytes
     from perflab.prover.core.ranking import corruptions
     from perflab.prover.core.step import GreedyStep
-    from perflab.prover.evaluation.study import batch_sweep
+    from perflab.prover.evaluation.sweep import batch_sweep
 
     kg, engine, policy = prover_cuda
     cands = corruptions(kg, kg.queries["test"][:4], 7, "both", seed=0).flat().to(CUDA)

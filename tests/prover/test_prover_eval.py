@@ -226,7 +226,7 @@ def test_cuda_graphs_match_eager_without_recompiles_or_syncs(setup):
 def test_the_sweep_measures_peak_memory_on_the_eager_step_where_replays_would_allocate_nothing():
     # gpu-review T4: under CUDA graphs a replay allocates nothing; the sweep then probes an eager twin. The CUDA-graph
     # flag is forced here so that a CPU runs the branch (its GPU test compares the peak with the memory model)
-    from perflab.prover.evaluation.study import batch_sweep
+    from perflab.prover.evaluation.sweep import batch_sweep
 
     kg = family_kg(n_families=2, seed=2)
     engine = UnificationEngine(kg, max_derived=12)

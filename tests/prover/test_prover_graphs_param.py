@@ -9,19 +9,20 @@ from perflab.prover.core import datasets
 from perflab.prover.core.engine import UnificationEngine
 from perflab.prover.core.policy import make_policy
 from perflab.prover.early_exit.params import EarlyExitParams
-from perflab.prover.evaluation import claims
 from perflab.prover.evaluation.params import EvalParams
 from perflab.prover.links import claims as link_claims
 from perflab.prover.links import study as link_study
+from perflab.prover.links.params import LinkParams
 
 FACTS = "parent(ann,bob).\nparent(bob,cid).\n"
 RULES = "grandparent(X,Y) :- parent(X,Z), parent(Z,Y).\n"
 
 
 @pytest.mark.parametrize("name", ["family", "kinship", "nations", "umls"])
-def test_the_four_graph_names_are_accepted_by_both_notebooks(name):
+def test_the_four_graph_names_are_accepted_by_the_three_notebooks(name):
     assert validate({"kg": name}, EvalParams).kg == name
     assert validate({"kg": name}, EarlyExitParams).kg == name
+    assert validate({"kg": name}, LinkParams).kg == name
 
 
 def test_a_folder_is_accepted_and_a_relative_one_is_resolved_from_perflab_cwd(tmp_path, monkeypatch):
@@ -35,10 +36,11 @@ def test_a_folder_is_accepted_and_a_relative_one_is_resolved_from_perflab_cwd(tm
         validate({"kg": "graphs/mine"}, EvalParams)
 
 
+@pytest.mark.parametrize("schema", [EvalParams, LinkParams])
 @pytest.mark.parametrize("bad", ["kinships", "", "no/such/folder"])
-def test_a_bad_graph_names_the_value_and_the_choices(bad):
+def test_a_bad_graph_names_the_value_and_the_choices(bad, schema):
     with pytest.raises(ParameterError) as e:
-        validate({"kg": bad}, EvalParams)
+        validate({"kg": bad}, schema)
     msg = str(e.value)
     assert f"kg={bad!r}" in msg and "family, kinship, nations, umls" in msg and "folder" in msg
 
@@ -73,7 +75,7 @@ def test_study_3_on_kinship_at_a_tiny_size():
     engine = UnificationEngine(kg, max_derived=16)
     assert engine.K == 15                                             # windows of 24 facts, 15 successors kept
     policy = make_policy(kg, seed=0)                                  # train_updates=0: an untrained policy
-    cfg = LinkConfig(n_queries=2, n_fit=2, batch=64, emb=EmbeddingConfig(rank=8, epochs=2), n_cost=1, compile="off",
+    cfg = LinkConfig(n_queries=2, n_fit=2, search_batch=64, emb=EmbeddingConfig(rank=8, epochs=2), n_cost=1, compile="off",
                      greedy_batch=0)
     lp = evaluate_link_prediction(kg, engine, policy, cfg, rules=bench.mining.rules)
     fit = lp.results["fitted"]
@@ -86,17 +88,22 @@ def test_study_3_on_kinship_at_a_tiny_size():
     assert all(0.0 <= v <= 1.0 for v in lp.coverage.values()) and set(lp.cost) == {"greedy (full)", "greedy (recycle)", "search"}
     rows = comparison(lp, "kinship")
     assert [r["model"] for r in rows[-3:]] == ["ComplEx", "NTP", "NTPλ"] and rows[-1]["ties"].startswith("optimistic")
-    cfg = EvalParams(kg="kinship", n_queries=2, verdict_time=0.05)
-    measured = link_study.evidence(SimpleNamespace(cfg=cfg, device=torch.device("cpu")), kg, lp, "kinship")
+    cfg = LinkParams(kg="kinship", n_queries=2, verdict_time=0.05)
+    run = SimpleNamespace(cfg=cfg, device=torch.device("cpu"))
+    found = link_study.Findings(work=SimpleNamespace(kg=kg, dataset="kinship"), lp=lp)
+    found.speed = link_study.decide_speed(run, found)                 # 2 of 1074 triples: no target's setup
+    measured = link_study.evidence(run, found)
     rows = {r["key"]: r for r in link_claims.CLAIMS.judge(measured, cfg=cfg, device="cpu")}
     assert rows["kg_mrr"]["why"] == "measured at n_queries=2" and "the first 2 of 1074" in rows["kg_mrr"]["measured"]
     assert measured["kg_rules"][0].value == pytest.approx(fit.metrics["realistic"]["MRR"] - lp.rules_only["metrics"]["MRR"])
     assert measured["kg_ties"][0].value == fit.tie_share and measured["kg_speed"][0] is None   # one pass: not judged
-    assert link_study.headline(lp, "kinship") == "kg_mrr" and link_study.headline(lp, None) == "speed_5x"
-    assert "speed_5x" in claims.CLAIMS.keys
-    cfg = EvalParams(kg="kinship", n_queries=0, verdict_time=0.05)   # the whole-split setup: passes are decided
-    d = link_study.evidence(SimpleNamespace(cfg=cfg, device=torch.device("cpu")), kg, lp, "kinship")["kg_speed"][0]
-    assert d.quantity == "candidates/s" and d.rounds >= 1 and all(x > 0 for x in d.samples)
+    assert found.speed is None and link_claims.CLAIMS.headline == "kg_mrr"
+    run = SimpleNamespace(cfg=LinkParams(kg="kinship", n_queries=0, verdict_time=0.05), device=torch.device("cpu"))
+    found.speed = link_study.decide_speed(run, found)                 # the whole-split setup: groups are decided
+    measured = link_study.evidence(run, found)
+    d = measured["kg_speed_5k"][0]                                     # decided against the higher CPU threshold
+    assert d.quantity == "candidates/s" and d.rounds >= 1 and all(x > 0 for x in d.samples) and d.at_least == 5e3
+    assert measured["kg_speed"][0] == d.measured and "kg_speed_5k's decision" in measured["kg_speed"][1]
     from perflab.prover.links.predict import scoring_sampler
 
     rate = scoring_sampler(kg, lp)     # batch 64 < a side's ~100 corruptions: groups of one test triple, cycled
@@ -117,7 +124,7 @@ def test_the_gpu_throughput_claim_is_judged_on_cuda_only(device_type, verdict):
 
     c = link_claims.CLAIMS["kg_speed_gpu"]
     [row] = Claims(c).judge({c.key: (Measured(2e5, 1.8e5, 2.2e5), "200,000 candidates/s")},
-                            cfg=EvalParams(n_queries=0), device=device_type)
+                            cfg=LinkParams(n_queries=0), device=device_type)
     assert row["verdict"] == verdict
     if device_type == "cpu":
         assert row["why"] == "measured on cpu"

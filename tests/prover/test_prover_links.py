@@ -151,15 +151,23 @@ def test_the_embedding_training_is_seeded_and_reproducible_on_cpu():
 
 
 def test_the_greedy_loop_is_not_timed_at_the_search_batch():
-    from perflab.prover.evaluation.params import EvalParams
+    import dataclasses
+
     from perflab.prover.links.embeddings import EmbeddingConfig
-    from perflab.prover.links.params import LinkConfig
+    from perflab.prover.links.params import LinkConfig, LinkParams
     from perflab.prover.links.predict import cost_per_candidate
 
-    cfg = LinkConfig.of(EvalParams(search_batch=4096, batch=64), batch=64)
-    assert (cfg.batch, cfg.greedy_slots) == (4096, 64)          # b62ef7a ran the greedy loops at 4096 too
-    assert LinkConfig(batch=96, greedy_batch=0).greedy_slots == 96   # no greedy batch: the search's
-    assert LinkConfig() == LinkConfig.of(EvalParams(), EvalParams().batch)   # its defaults are the notebook's
+    cfg = LinkConfig.of(LinkParams(search_batch=4096, greedy_batch=64))
+    assert (cfg.search_batch, cfg.greedy_slots) == (4096, 64)     # b62ef7a ran the greedy loops at 4096 too
+    assert LinkConfig(search_batch=96, greedy_batch=0).greedy_slots == 96   # no greedy batch: the search's
+    assert LinkConfig() == LinkConfig.of(LinkParams())            # its defaults are the notebook's
+    # every field of LinkParams that LinkConfig has is carried under its own name (no batch meaning two things)
+    p = LinkParams(search_batch=3, greedy_batch=5, beam=7, search_depth=1, n_fit=11, n_queries=13, max_depth=17,
+                   compile="off", backend="inductor", emb_rank=19, emb_epochs=23, seed=29)
+    got = LinkConfig.of(p)
+    same = [f.name for f in dataclasses.fields(LinkConfig) if f.name in LinkParams.__dataclass_fields__]
+    assert same and all(getattr(got, k) == getattr(p, k) for k in same), same
+    assert (got.emb.rank, got.emb.epochs) == (19, 23)
 
     from perflab.prover.core.data import family_kg
     from perflab.prover.core.engine import UnificationEngine
@@ -169,7 +177,7 @@ def test_the_greedy_loop_is_not_timed_at_the_search_batch():
     kg = family_kg(n_families=2, seed=1)
     engine = UnificationEngine(kg, max_derived=8)
     policy = make_policy(kg, PolicyConfig(embed_dim=16, hidden=32, n_blocks=1), seed=0)
-    cfg = LinkConfig(batch=256, greedy_batch=16, beam=4, max_depth=4, emb=EmbeddingConfig(rank=4, epochs=1),
+    cfg = LinkConfig(search_batch=256, greedy_batch=16, beam=4, max_depth=4, emb=EmbeddingConfig(rank=4, epochs=1),
                      compile="off")
     cost = cost_per_candidate(kg, engine, policy, BeamSearch(engine, policy, 4, 2), kg.queries["test"][:1], cfg)
     assert {k: v["batch"] for k, v in cost.items()} == {"greedy (full)": 16, "greedy (recycle)": 16, "search": 256}

@@ -42,7 +42,7 @@ def tiny():
 
 
 def _cfg(**kw):
-    return LinkConfig(**{"n_queries": 0, "n_fit": 0, "batch": 64, "beam": 8, "emb": EmbeddingConfig(rank=8, epochs=20),
+    return LinkConfig(**{"n_queries": 0, "n_fit": 0, "search_batch": 64, "beam": 8, "emb": EmbeddingConfig(rank=8, epochs=20),
                          "n_cost": 1, "compile": "off", "greedy_batch": 0, **kw})
 
 
@@ -147,6 +147,8 @@ def test_random_false_triples_rank_at_chance_with_the_per_rule_fit(tiny):
     lp = evaluate_link_prediction(kg, engine, policy, _cfg(fit="per rule"), rules=rules)
     ok, info = checks.decoy_check(kg, lp.search, lp.model, lp.combination, lp.table, n=60, batch=64)
     assert ok[0].passed, ok[0].detail
+    assert ok[0].detail == f"mean share of the way down within tolerance of chance (0.5 +- {info['tolerance']:.3f})"
+    assert ok[0].value == info["mean share down"]                  # logged, not printed: it moves with the kernels
     assert info["decoy MRR"] < 2 * info["chance MRR"]
     leaky = lambda feats: torch.where(torch.arange(feats.shape[1]) == 0, 100.0, feats[..., 0].double())  # noqa: E731
     sc = lp.scored

@@ -208,7 +208,7 @@ def test_the_rule_table_agrees_with_the_search(seed, capsys):
 def test_throughput_rows_side_by_side(nations):
     kg, bench, engine, policy = nations
     model, _ = train_complex(kg, EmbeddingConfig(rank=8, epochs=0), 0)
-    cfg = LinkConfig(batch=256, compile="off", greedy_batch=0)   # eager: the rows, not a compile
+    cfg = LinkConfig(search_batch=256, compile="off", greedy_batch=0)   # eager: the rows, not a compile
     rows = throughput(kg, engine, policy, model, kg.queries["test"][:3], cfg, bench.mining.rules, repeats=2)
     assert [r["version"] for r in rows] == [*SEARCHES, FLOOR]
     n = rows[0]["candidates"]
@@ -266,9 +266,9 @@ def test_cuda_the_new_searches_under_cuda_graphs_find_todays_proofs():
             # ClosingSearch's chunk under CUDA graphs recorded and none skipped (review W1): eager code would pass
             # the checks above; the sparse search compiles nothing to record (its host read)
             assert cc.cudagraph_recordings >= 1 and counters["inductor"]["cudagraph_skips"] == skips0, cc.as_dict()
-    cfg = LinkConfig(beam=8, batch=64, compile="reduce-overhead", backend="inductor")
+    cfg = LinkConfig(beam=8, search_batch=64, compile="reduce-overhead", backend="inductor")
     assert type(Prover(engine, policy, cfg).search) is ClosingSearch
-    assert type(Prover(engine, policy, LinkConfig(beam=8, batch=64, compile="off")).search) is ClosingSearch   # a device: sync-free
+    assert type(Prover(engine, policy, LinkConfig(beam=8, search_batch=64, compile="off")).search) is ClosingSearch   # a device: sync-free
     reset()
 
 

@@ -13,8 +13,8 @@ from perflab.runner.schemas import declared, schema_for
 NOTEBOOKS = discover()
 
 
-def test_the_six_notebooks_are_found():
-    assert len(NOTEBOOKS) == 6, sorted(NOTEBOOKS)
+def test_the_seven_notebooks_are_found():
+    assert len(NOTEBOOKS) == 7, sorted(NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))
@@ -136,3 +136,18 @@ def test_a_cards_preset_extends_its_base_and_is_picked_by_the_card(tmp_path):
     (tmp_path / "a" / "n.yaml").write_text("base: a\n")
     with pytest.raises(ParameterError, match="extends itself"):
         load_preset_file(tmp_path / "a" / "n.yaml")
+
+
+def test_a_notebooks_number_names_it_beside_a_lettered_sibling():
+    """`perflab run 03` is 03_eval, `03b` is 03b_links (the docs' abbreviation), a prefix still works where unique, and
+    the two run in that order (the catalog sorts by name: the chapter stays together)."""
+    from perflab.runner.catalog import resolve
+    from perflab.runner.schemas import NotebookError
+
+    assert resolve(["03"], NOTEBOOKS) == ["03_eval"] and resolve(["03b"], NOTEBOOKS) == ["03b_links"]
+    assert resolve(["03b_l", "03_e", "04"], NOTEBOOKS) == ["03b_links", "03_eval", "04_early_exit"]
+    names = list(NOTEBOOKS)
+    assert names.index("03b_links") == names.index("03_eval") + 1 and names[-1] == "06_latentwire_amp"
+    fake = {n: NOTEBOOKS["03_eval"] for n in ("03a_x", "03b_y")}   # no notebook numbered 03: a prefix of two
+    with pytest.raises(NotebookError, match="matches several"):
+        resolve(["03"], fake)

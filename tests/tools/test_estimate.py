@@ -45,7 +45,7 @@ def test_the_test_parts_are_counted_from_the_tests():
     assert counts["compiled"][0] == len(set(estimate.gpu_tests()) - quick) >= 10
 
 
-@pytest.mark.slow  # counts every smoke notebook's claims (imports the six studies, reads six notebooks): ~6 s here
+@pytest.mark.slow  # counts every smoke notebook's claims (imports the studies, reads the seven notebooks): ~6 s here
 def test_the_committed_table_is_what_the_command_writes(tmp_path):
     copy = tmp_path / "ESTIMATE.md"
     shutil.copy(ROOT / window_estimate.ESTIMATE_MD, copy)
@@ -53,7 +53,7 @@ def test_the_committed_table_is_what_the_command_writes(tmp_path):
     assert not changed, ("params/gpu-smoke/ESTIMATE.md's calls table is not what the code gives: run "
                          "`PYTHONPATH=tools python -m gpuwindow estimate --write` and commit it")
     smoke = estimate.counts("gpu-smoke")
-    assert len(smoke) == 6 and all(c["cells"] > 0 and c["judged"] >= c["gpu_only"] for c in smoke.values())
+    assert len(smoke) == 7 and all(c["cells"] > 0 and c["judged"] >= c["gpu_only"] for c in smoke.values())
     assert sum(c["gpu_only"] for c in smoke.values()) > 0                      # the decisions a CPU proxy never makes
     for preset in ("gpu", "gpu-h200"):
         calls = window_estimate.calls(preset)

@@ -30,13 +30,15 @@ def discover(nb_dir: Path | None = None) -> dict[str, Path]:
 
 
 def resolve(names: list[str], available: dict[str, Path]) -> list[str]:
-    """Map user names (full stem or unique prefix such as '03') to notebook names; refuse unknown ones."""
+    """Map user names (full stem, a notebook's number such as '03' or '03b', or a unique prefix) to notebook names;
+    refuse unknown ones. A number names the notebook it numbers: '03' is 03_eval even beside 03b_links."""
     if not names:
         return list(available)
     out = []
     for n in names:
         n = Path(n).stem if n.endswith(".ipynb") else n
-        hits = [k for k in available if k == n] or [k for k in available if k.startswith(n)]
+        hits = ([k for k in available if k == n] or [k for k in available if k.split("_")[0] == n]
+                or [k for k in available if k.startswith(n)])
         if len(hits) != 1:
             why = "matches several" if hits else "is not a notebook"
             close = difflib.get_close_matches(n, list(available), n=3)

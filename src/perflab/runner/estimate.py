@@ -25,23 +25,28 @@ from pathlib import Path
 
 # ---- unit costs: seconds on one H100, cold (estimates, with their basis) -------------------------------------------
 KERNEL_S = 4.8        # a notebook's kernel start and papermill: 1a70d9c, each duration minus the sum of its cells (4.5-5.1)
-IMPORTS_S = {"01_profile_probe1d": 6.8, "02_slab_stats": 9.9, "03_eval": 11.1, "04_early_exit": 9.8,
-             "05_vae_sync": 6.7, "06_latentwire_amp": 6.6}   # 1a70d9c: each notebook's imports cell
+IMPORTS_S = {"01_profile_probe1d": 6.8, "02_slab_stats": 9.9, "03_eval": 11.1, "03b_links": 11.1, "04_early_exit": 9.8,
+             "05_vae_sync": 6.7, "06_latentwire_amp": 6.6}   # 1a70d9c: each notebook's imports cell (03b: 03's, the
+#                                                              same prover imports)
 IMPORTS_DEFAULT_S = 11.1                                   # the slowest of them, for a notebook not listed
-WORK_S = {"01_profile_probe1d": 11, "02_slab_stats": 27, "03_eval": 32, "04_early_exit": 24, "05_vae_sync": 31,
-          "06_latentwire_amp": 43}  # ESTIMATE.md at e2394dc, "the smoke, step by step", fixed costs and verdicts out
+WORK_S = {"01_profile_probe1d": 11, "02_slab_stats": 27, "03_eval": 16, "03b_links": 22, "04_early_exit": 24,
+          "05_vae_sync": 31, "06_latentwire_amp": 43}  # ESTIMATE.md at e2394dc, "the smoke, step by step", fixed costs
+# and verdicts out; 03's 32 s split in two (its link cells' ~5 D of the closing searches, and a second graph, engine and
+# policy training, go to 03b: estimates, not measured)
 CELL_S = 3.0          # a code cell after the imports, for a smoke notebook WORK_S does not list (assumed)
-FULL_H100_S = {"03_eval": 285, "01_profile_probe1d": 235, "05_vae_sync": 340, "04_early_exit": 190, "02_slab_stats": 440,
-               "06_latentwire_amp": 420}  # ESTIMATE.md's full presets, window by window (hand, verdicts included); 02, 06
+FULL_H100_S = {"03b_links": 150, "03_eval": 165, "01_profile_probe1d": 235, "05_vae_sync": 340, "04_early_exit": 190,
+               "02_slab_stats": 440, "06_latentwire_amp": 420}  # ESTIMATE.md's full presets, window by window (hand,
+# verdicts included); 03's 285 s split in two: 03_eval 1a70d9c's 154 s and its sweep's rounds, 03b_links link prediction
+# at full size, its compiles and its verdict, each with its own kernel, imports and policy training; 02, 06
 # re-estimated from 1a70d9c's H100 run after their presets were cut to fit one call's runner (473 s): 02 took 473 s
 # there with max_run_time 10, 231 s of it in the two sweep cells that max_run_time bounds; at 5 s they take about half
 # (-115 s), its 4 timed verdicts at 20 s add ~80 s: ~440. 06 took 422 s with min/max_run_time 1/5 (its preset now 1/4),
 # 210 s of it in loss curves of 1,024 samples (256 now: ~53 s); its verdicts (~10 timed, 8 s) and the compiled
 # variant's inductor compile add ~140 s: ~420. Estimates, not measured.
-# params/gpu-h200/: the H100's presets where memory does not bound the work (01, 03 but its search, 04, 05: the same
+# params/gpu-h200/: the H100's presets where memory does not bound the work (01, 03, 03b but its search, 04, 05: the same
 # seconds: an H200 computes at an H100's rates, its memory 1.4x faster), and what its memory adds: 02 one more row
 # point (524,288 rows: a baseline slab ~2.4 s, twice 262,144's ~1.2 s, over ~4 rounds a side and the optimized side,
-# +40 s) at max_run_time 4 instead of 5 (its two sweep cells ~115 s at 5 s, ~92 at 4: -23 s); 03's search at twice
+# +40 s) at max_run_time 4 instead of 5 (its two sweep cells ~115 s at 5 s, ~92 at 4: -23 s); 03b's search at twice
 # the rows per step (the same candidates in half the chunks: +0 s, assumed); 06 one more sweep batch (1024: ~2x
 # batch 512's step of ~0.1 s, timed 4 s a bf16 setting, 2 settings, +10 s with its warm-up). Estimates, not measured.
 FULL_H200_S = {**FULL_H100_S, "02_slab_stats": FULL_H100_S["02_slab_stats"] + 40 - 23,

@@ -1,6 +1,6 @@
 """`perflab gpu-check`: the first thing to run when a GPU host is at hand for a short time.
 
-    perflab gpu-check                        # pytest -m gpu, then all six notebooks on params/gpu-smoke/
+    perflab gpu-check                        # pytest -m gpu, then every notebook on params/gpu-smoke/
     perflab gpu-check 03 05 06 --params gpu  # the full GPU presets of some notebooks (no tests: --no-tests)
     perflab gpu-check --tests-only           # the GPU tests alone, $PERFLAB_GPU_TESTS's part (gpu-session.sh tests)
 

@@ -11,5 +11,6 @@
     data        seeded synthetic graphs: the family graph, the ladder, random graphs and states
     datasets    the real graphs (benchmarks/: Kinship, Nations, UMLS, vendored) and what `kg` names
     mining      closed-path rules mined from a graph's facts, and their brute-force oracle
-    params      ProverParams: the fields both prover notebooks share
+    params      ProverParams: the fields the prover notebooks share
+    prepared    prepare(run): the graph, its engine and a policy trained for a few seconds
 """

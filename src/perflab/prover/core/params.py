@@ -1,5 +1,6 @@
-"""The parameters both prover notebooks share (03_eval, 04_early_exit): each room's params.py adds its own, with the
-same names, types and defaults as the notebook's `parameters` cell (tests/runner/test_notebook_params.py checks them)."""
+"""The parameters the prover notebooks share (03_eval, 04_early_exit: `ProverParams`; 03b_links takes the graph's with
+`check_graph`): each room's params.py adds its own, with the same names, types and defaults as the notebook's
+`parameters` cell (tests/runner/test_notebook_params.py checks them)."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,11 +26,17 @@ class ProverParams(RunParams):
 
     def check(self) -> None:
         super().check()
-        require(self.kg in GRAPHS or (self.kg.strip() != "" and user_path(self.kg).is_dir()),
-                f"kg={self.kg!r} is not a graph: choose one of {', '.join(GRAPHS)}, or a folder (facts.txt/rules.txt/"
-                f"test.txt, or train/valid/test.txt as TSV)" + (f"; {user_path(self.kg)} is not a folder" if self.kg.strip() else ""))
-        require(self.max_depth >= 1, f"max_depth must be >= 1, got {self.max_depth}")
-        require(self.max_derived >= 2, f"max_derived must be >= 2, got {self.max_derived}")
-        require(self.n_queries >= 0 and self.n_corruptions >= 0,
-                "need n_queries >= 0 (0: the whole test split) and n_corruptions >= 0")
-        require(self.n_families >= 1 and self.train_updates >= 0, "need n_families >= 1 and train_updates >= 0")
+        check_graph(self)
+        require(self.n_corruptions >= 0, f"need n_corruptions >= 0, got {self.n_corruptions}")
+
+
+def check_graph(p) -> None:
+    """The rules of the graph's and the policy's fields (kg, max_depth, max_derived, n_queries, n_families,
+    train_updates), for every prover notebook's parameters."""
+    require(p.kg in GRAPHS or (p.kg.strip() != "" and user_path(p.kg).is_dir()),
+            f"kg={p.kg!r} is not a graph: choose one of {', '.join(GRAPHS)}, or a folder (facts.txt/rules.txt/"
+            f"test.txt, or train/valid/test.txt as TSV)" + (f"; {user_path(p.kg)} is not a folder" if p.kg.strip() else ""))
+    require(p.max_depth >= 1, f"max_depth must be >= 1, got {p.max_depth}")
+    require(p.max_derived >= 2, f"max_derived must be >= 2, got {p.max_derived}")
+    require(p.n_queries >= 0, f"need n_queries >= 0 (0: the whole test split), got {p.n_queries}")
+    require(p.n_families >= 1 and p.train_updates >= 0, "need n_families >= 1 and train_updates >= 0")

@@ -1,4 +1,5 @@
-"""Parameters of notebooks/03_eval.ipynb: the prover's shared fields (`core.params.ProverParams`) and this room's."""
+"""Parameters of notebooks/03_eval.ipynb: the prover's shared fields (`core.params.ProverParams`) and this room's.
+(Link prediction's are `links.params.LinkParams`, notebooks/03b_links.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -17,21 +18,10 @@ class EvalParams(ProverParams):
     mode: Literal["head", "tail", "both"] = "both"  # corrupt the head, the tail or both
     batch_sizes: list = dataclasses.field(default_factory=lambda: [16, 64, 256, 512, 1024])  # batch sweep
     tail_sizes: list = dataclasses.field(default_factory=lambda: [3, 7, 13])  # tail chunk sizes for the recompile count
-    beam: int = 16                   # proofs the search keeps per candidate per step (16 - 1 rules and facts per goal)
-    search_depth: int = 2            # steps of the search; a mined rule proves in 2 (the rule, then its facts)
-    search_batch: int = 2048         # rows per search step (beam rows per candidate); 0 means the run's batch
-    n_fit: int = 0                   # valid queries the score combination is fitted on (all their corruptions); 0 means all of valid
-    emb_rank: int = 100              # ComplEx dimensions of the learned score every candidate gets
-    emb_epochs: int = 50             # ComplEx passes over the training facts
 
     def check(self) -> None:
         super().check()
         require(self.batch >= 0, f"batch must be >= 1 (or 0: the memory model picks), got {self.batch}")
-        require(self.beam >= 1 and self.search_depth >= 1 and self.search_batch >= 0,
-                f"need beam >= 1, search_depth >= 1 and search_batch >= 0, got {self.beam}, {self.search_depth}, "
-                f"{self.search_batch}")
-        require(self.n_fit >= 0 and self.emb_rank >= 1 and self.emb_epochs >= 0,
-                "need n_fit >= 0, emb_rank >= 1 and emb_epochs >= 0")
         require(len(self.batch_sizes) >= 1 and all(isinstance(b, int) and b >= 1 for b in self.batch_sizes),
                 f"batch_sizes must list ints >= 1, got {self.batch_sizes!r}")
         require(len(self.tail_sizes) >= 1 and all(isinstance(t, int) and t >= 1 for t in self.tail_sizes),

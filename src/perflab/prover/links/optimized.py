@@ -1,7 +1,7 @@
 """Link prediction's optimized prover: a beam search that keeps `cfg.beam` proofs per candidate for
 `cfg.search_depth` steps (the exhaustive search of two steps, the engine's ceiling for a mined rule): today's
 `search.BeamSearch` whose last step tests which children are <true> instead of building them, the same proofs
-(`search.ClosingSearch` on a device, `search.SparseClosingSearch` on the CPU; issue 33), `cfg.batch`
+(`search.ClosingSearch` on a device, `search.SparseClosingSearch` on the CPU; issue 33), `cfg.search_batch`
 rows per step. Same constructor and `score` as `baseline.Prover`; `predict.py` adds the learned
 score every candidate gets."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ class Prover:
         # Kinship's rows: a third of the time)
         search = SparseClosingSearch if engine.device.type == "cpu" else ClosingSearch
         self.search = search(engine, policy, cfg.beam, cfg.search_depth, cfg.compile, cfg.backend)
-        self.batch = cfg.batch
+        self.batch = cfg.search_batch
 
     def score(self, candidates: torch.Tensor, fail_score: float = -100.0) -> SearchResult:
         """Candidates [N, 3] -> .score, .proven per candidate (and the search's counts: `row_steps` rows)."""

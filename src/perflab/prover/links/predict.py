@@ -170,23 +170,24 @@ class LinkPrediction:
 
 def scoring_sampler(kg, lp: LinkPrediction):
     """A callable for `perflab.kit.verdicts.decide_rate`: each call scores the next group of the split's test triples
-    whose candidates fill about one search batch per side (the search and the embedding, warm, as
+    whose candidates fill about `search_batch` candidates per side (search_batch // beam chunks of the search: a
+    group's padding to whole chunks stays a small share of it; the search and the embedding, warm, as
     `lp.candidates_per_s` counts them: search + embedding seconds) and returns (its candidates, those seconds); the
-    groups cycle through the split in a seeded random order. A sample costs one batch's time, not a whole pass (a
-    verdict's budget holds a few whole passes at most on the larger splits); the rate judged is the groups' total
-    candidates over their total seconds, the split's steady throughput, each group's padding to a full batch counted
-    against it."""
+    groups cycle through the split in a seeded random order. A sample costs a group's time, not a whole pass (a
+    verdict's budget holds a few whole passes at most on the larger splits; a small split, Nations', is one group);
+    the rate judged is the groups' total candidates over their total seconds, the split's steady throughput, each
+    group's padding to whole chunks counted against it."""
     import itertools
 
     queries = test_queries(kg, lp.config.n_queries)
     per_side = max(1, lp.candidates // max(1, 2 * len(queries)))   # candidates of one test triple, one side
-    split = queries.split(max(1, lp.config.batch // per_side))
+    split = queries.split(max(1, lp.config.search_batch // per_side))
     order = torch.randperm(len(split), generator=torch.Generator().manual_seed(lp.config.seed)).tolist()
     groups = itertools.cycle([split[i] for i in order])  # shuffled (seeded): a verdict that stops early rests on
     # groups from the whole split, not on its first triples
 
     def once() -> float:
-        sc = score_split(kg, next(groups), lp.search, lp.model, lp.config.batch, lp.config.seed)
+        sc = score_split(kg, next(groups), lp.search, lp.model, lp.config.search_batch, lp.config.seed)
         return sc.candidates, sc.search_s + sc.embedding_s
     return once
 
@@ -204,15 +205,15 @@ def evaluate_link_prediction(kg, engine, policy, cfg: LinkConfig, rules=None) ->
     search = optimized.Prover(engine, policy, cfg).search   # the search: the optimized version's
     test = test_queries(kg, cfg.n_queries)
     t = time.perf_counter()
-    search.score(filtered_candidates(kg, test[:1], "tail").flat().to(engine.device), cfg.batch)  # compiles here
+    search.score(filtered_candidates(kg, test[:1], "tail").flat().to(engine.device), cfg.search_batch)  # compiles here
     secs["warm-up"] = time.perf_counter() - t
     t = time.perf_counter()
     table = combine.RuleTable(kg, rules) if rules is not None else None
     valid = valid_queries(kg, cfg.n_fit)
-    valid_scored = score_split(kg, valid, search, model, cfg.batch, cfg.seed, table) if len(valid) else None
+    valid_scored = score_split(kg, valid, search, model, cfg.search_batch, cfg.seed, table) if len(valid) else None
     comb = fit_combination(valid_scored, cfg, table)            # before the test split is even scored
     secs["fit on valid"] = time.perf_counter() - t
-    scored = score_split(kg, test, search, model, cfg.batch, cfg.seed, table)
+    scored = score_split(kg, test, search, model, cfg.search_batch, cfg.seed, table)
     secs["test scoring"] = scored.search_s + scored.embedding_s
     results = {name: rank(scored, comb if fn is None else fn) for name, fn in SCORERS.items()}
     t = time.perf_counter()
@@ -299,13 +300,13 @@ def _coverage(scored: Scored, engine, policy, test: torch.Tensor, cfg: LinkConfi
 def cost_per_candidate(kg, engine, policy, search: BeamSearch, queries: torch.Tensor, cfg: LinkConfig) -> dict:
     """ms per candidate of the search and of the greedy loop (as 03 evaluates: full chunks; and study 4's
     recycle) on both sides' candidates of `queries`, each warm (one untimed run first), each at its own batch
-    (`cfg.batch` rows per search step, `cfg.greedy_slots` greedy slots), which each entry names."""
+    (`cfg.search_batch` rows per search step, `cfg.greedy_slots` greedy slots), which each entry names."""
     cands = torch.cat([filtered_candidates(kg, queries, s).flat() for s in SIDES]).to(engine.device)
     greedy = baseline.Prover(engine, policy, cfg)     # the baseline version: a step of its own, at cfg.greedy_slots
     B = greedy.batch
     runs = {"greedy (full)": (B, lambda: greedy.score(cands)),
             "greedy (recycle)": (B, lambda: recycle(greedy.step, cands, B)),
-            "search": (cfg.batch, lambda: search.score(cands, cfg.batch))}
+            "search": (cfg.search_batch, lambda: search.score(cands, cfg.search_batch))}
     out = {}
     with torch.inference_mode():
         for name, (batch, fn) in runs.items():

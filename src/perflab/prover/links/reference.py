@@ -1,6 +1,6 @@
 """Link prediction's oracle: the exhaustive breadth-first provability of the engine library's reference
-(`core.reference.prove_exhaustive`, itself held to the plain-Python prover by 03's checks). The search's proofs must
-exist within their depth there, and `engine_coverage` is the ceiling of any search as deep."""
+(`core.reference.prove_exhaustive`, itself held to the plain-Python prover: `checks.oracle_check`, and 03's checks).
+The search's proofs must exist within their depth there, and `engine_coverage` is the ceiling of any search as deep."""
 from __future__ import annotations
 
 import torch
