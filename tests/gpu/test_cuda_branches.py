@@ -15,7 +15,7 @@ or write it for any device.
 What the list does not see: choices between an accelerator and the CPU written as `device.type != "cpu"` (sizes,
 which profiler events to read), whose accelerator side runs on every notebook cell of `perflab gpu-check`'s smoke
 preset; and it checks that the named test exists and runs on a GPU, not that it reaches every line of the function
-(`latentwire/study.py::batch_sweep`'s out-of-memory `empty_cache` needs a real out-of-memory error).
+(`latentwire/sweep.py::batch_sweep`'s out-of-memory `empty_cache` needs a real out-of-memory error).
 """
 import ast
 from pathlib import Path
@@ -39,7 +39,7 @@ CUDA_BRANCHES = {
     "kit/env.py::fingerprint": K + "test_cuda_environment_stamp",
     "latentwire/ddp.py::_device": P06 + "test_cuda_06_ddp_on_one_gpu",
     "latentwire/ddp.py::main": P06 + "test_cuda_06_ddp_on_one_gpu",
-    "latentwire/study.py::batch_sweep": P06 + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
+    "latentwire/sweep.py::batch_sweep": P06 + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
     "latentwire/timing.py::time_blocks": P06 + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
     "latentwire/timing.py::time_rounds": P06 + "test_cuda_06_a_variant_is_timed_with_events_and_swept",
     "kit/launches.py::LaunchCounter._sync": L + "test_cuda_kernels_are_counted_and_a_graph_replay_is_one_launch",

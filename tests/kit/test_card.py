@@ -97,7 +97,7 @@ def test_every_claim_of_every_study_names_a_function_that_exists():
     """One hop from a claim to its measurement: a claim whose measured_by names nothing fails here."""
     import importlib
 
-    for mod in ("perflab.template.mystudy.claims",):
+    for mod in ("perflab.template.mystudy.claims", "perflab.latentwire.claims"):
         claims = importlib.import_module(mod).CLAIMS
         for c in claims:
             assert c.measured_by, f"{mod}: claim {c.key!r} names no measured_by"

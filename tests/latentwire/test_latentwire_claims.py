@@ -1,14 +1,13 @@
 """06's claims: the verdict rules as data (the kit's rule on each claim's interval), the decisions a tiny ablation
 makes in paired rounds (every claim gets an entry), and those paired rounds under the CUDA-graph lifetime check."""
 import dataclasses
-import types
 
 import pytest
 import torch
 
 from perflab.latentwire import ModelConfig, build_model, make_examples
+from perflab.latentwire.ablation import IMPLS
 from perflab.latentwire.params import LatentWireParams
-from perflab.latentwire.study import IMPLS
 
 TINY = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=1, latent_len=4)
 EXAMPLES = make_examples(32, seed=0)
@@ -50,41 +49,40 @@ def test_claim_verdicts_follow_the_kits_rule():
 def test_the_claims_decisions_are_what_the_claims_judge_takes():
     # a tiny ablation, its gains decided on the live trainers and the parts timed alone, 0.5 s each (warm-up included):
     # every claim gets an entry, each decision was made against its claim's rule (verdicts: timings, never asserted)
+    from perflab.kit.bench import from_times
     from perflab.kit.claims import verdict_text
-    from perflab.kit.verdicts import Measured
+    from perflab.kit.formatting import value_text
+    from perflab.kit.notebook import open_run
     from perflab.latentwire import claims, study
-    from perflab.latentwire.study import data_path, lm_sequence_length
+    from perflab.latentwire.ablation import ablation
 
     p = dataclasses.replace(P, verdict_time=0.5)
+    run = open_run("06_latentwire_amp", p)
+    run.device = torch.device("cpu")
     plan = [IMPLS.variant("baseline"), IMPLS.variant("optimized", "batch_size", batch_size=4),
             IMPLS.variant("optimized", "single_pass", single_pass=True)]
-    with study_ablation(plan, p) as (results, trainers):
-        gains = study.decide_gains(trainers, results, cfg=p, device="cpu")
-    assert {k for k, d in gains.items() if d is not None} == {"loss_loop", "kv_cache"}
-    assert gains["non_blocking"] is None and gains["target_5x"] is None     # GPU claims: not timed on a CPU
-    assert gains["batch_size"] is None                                     # a GPU's utilization: not on a CPU
-    seq = lm_sequence_length(build_model(ModelConfig(**TINY), seed=0), EXAMPLES)
-    parts = study.decide_parts(p, EXAMPLES, device="cpu", base=results["baseline"], seq=seq, sweep={}, sweep_toggles={})
-    assert parts["flash_attention"] is None and parts["pretokenize"].quantity == "saving"   # FA2: a CUDA kernel
-    assert parts["amp"] is None
-    extra = {"attention": {seq: Measured(1.0, 0.9, 1.1)}, "data": data_path(p, EXAMPLES, "cpu"), "amp": {},
-             "amp_note": "", "spread": (0.05, "baseline"), "compiled": None, "mfu": None}
-    found = study.evidence(types.SimpleNamespace(cfg=p, device=torch.device("cpu")), results, {**gains, **parts}, extra)
-    rows = {r["key"]: r for r in claims.CLAIMS.judge(found, cfg=p, device="cpu")}
+    floor = from_times([1e-3] * 4, label="matmul peak")
+    found = study.Findings(EXAMPLES, EXAMPLES[:8], peaks={"fp32": (1e11, floor), "bf16": (2e11, floor)}, sweep={})
+    with ablation(plan, EXAMPLES, p=p, device="cpu") as (found.ablation, trainers):
+        found.gains = study.decide_gains(run, found.ablation, trainers)
+    assert {k for k, d in found.gains.items() if d is not None} == {"loss_loop", "kv_cache"}
+    assert found.gains["loss_loop"].measured == found.gains["kv_cache"].measured   # one decision, judged twice
+    assert found.gains["non_blocking"] is None and found.gains["target_5x"] is None  # GPU claims: not timed on a CPU
+    assert found.gains["batch_size"] is None                                          # a GPU's utilization: not on a CPU
+    found.attention, found.data, found.optimizer = study.time_parts(run, found)
+    found.parts = study.decide_parts(run, found)
+    assert found.parts["flash_attention"] is None and found.parts["pretokenize"].quantity == "saving"  # FA2: CUDA's
+    assert study.decide_amp(run, found) is None
+    rows = {r["key"]: r for r in claims.CLAIMS.judge(study.evidence(run, found), cfg=p, device="cpu")}
     assert list(rows) == list(claims.CLAIMS.keys)
     assert verdict_text(rows["non_blocking"]) == "not tested here (measured on cpu)"
     assert verdict_text(rows["target_mfu"]) == "not tested here (measured on cpu)"
     assert rows["loss_loop"]["rounds"] >= 1 and "paired rounds" in rows["loss_loop"]["measured"]
     assert verdict_text(rows["flash_attention"]) == "not tested here (measured on cpu)"
     assert "not judged" in rows["flash_attention"]["measured"] and "blocks" in rows["dataloader"]["measured"]
-    assert rows["dataloader"]["measured"].startswith(f"{rows['dataloader']['value']:.1%}")
+    d = rows["dataloader"]
+    assert d["measured"].startswith(value_text(d["value"], d["low"], d["high"], "%"))
     assert rows["grad_accum"]["verdict"] == "not tested here" and "no activation count" in rows["grad_accum"]["measured"]
-
-
-def study_ablation(plan, p):
-    from perflab.latentwire.study import ablation
-
-    return ablation(plan, EXAMPLES, p=p, device="cpu")
 
 
 @pytest.mark.slow
@@ -119,7 +117,7 @@ def test_paired_rounds_of_a_compiled_step_pass_under_the_cudagraph_check():
 def test_the_attention_layer_is_timed_side_by_side_and_its_ratio_is_manual_over_sdpa(monkeypatch):
     # the timer is the kit's interleaved one (both in each round), called once with both; the ratio is manual / sdpa
     from perflab.kit.bench import from_times
-    from perflab.latentwire import study
+    from perflab.latentwire import parts
 
     calls = []
 
@@ -129,8 +127,8 @@ def test_the_attention_layer_is_timed_side_by_side_and_its_ratio_is_manual_over_
             fn()                                                      # a forward+backward of each: it runs
         t = {"manual": [0.3, 0.3], "sdpa": [0.1, 0.1]}
         return {k: from_times(t[k], label=label, sub_label=sub_labels[k], description=descriptions[k]) for k in fns}
-    monkeypatch.setattr(study, "measure_interleaved", timer)
-    gain, (manual, sdpa) = study.attention_layer(P, batch=2, seq=8, device="cpu")
+    monkeypatch.setattr(parts, "measure_interleaved", timer)
+    gain, (manual, sdpa) = parts.attention_layer(P, batch=2, seq=8, device="cpu")
     assert calls == [["manual", "sdpa"]]
     assert (manual.task_spec.description, sdpa.task_spec.description) == ("manual", "sdpa")
     assert manual.task_spec.sub_label == f"[2, 8, {P.d_lm}]" and gain.value == pytest.approx(3.0)

@@ -116,8 +116,9 @@ def test_cuda_06_gradients_under_cuda_graphs_equal_eager(grad_accum):
 
 def test_cuda_06_a_variant_is_timed_with_events_and_swept():
     from perflab.latentwire import make_examples
+    from perflab.latentwire.ablation import IMPLS, measure_variant
     from perflab.latentwire.floors import floors
-    from perflab.latentwire.study import IMPLS, batch_sweep, measure_variant
+    from perflab.latentwire.sweep import batch_sweep
 
     p = _latentwire_params(compile="off")
     examples = make_examples(p.n_examples, seed=0)

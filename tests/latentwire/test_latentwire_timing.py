@@ -5,8 +5,8 @@ import dataclasses
 import pytest
 
 from perflab.latentwire import ModelConfig, Toggles, build_model, make_examples, optimized
+from perflab.latentwire.ablation import IMPLS, prepare_variant, run_ablation
 from perflab.latentwire.params import LatentWireParams
-from perflab.latentwire.study import IMPLS, prepare_variant, run_ablation
 from perflab.latentwire.timing import StepTiming, dataloader_workers, time_blocks, time_rounds
 
 TINY = dict(d_enc=16, enc_layers=1, d_lm=32, lm_layers=1, latent_len=4)

@@ -22,10 +22,11 @@ from perflab.latentwire import (
     optimized,
     train,
 )
+from perflab.latentwire.ablation import IMPLS
 from perflab.latentwire.activations import saved_activations
 from perflab.latentwire.batches import batch_on_the_fly
+from perflab.latentwire.curves import curve_runs, loss_curve
 from perflab.latentwire.params import LatentWireParams
-from perflab.latentwire.study import IMPLS, curve_runs, loss_curve
 
 TINY = ModelConfig(d_enc=16, enc_layers=1, d_lm=32, lm_layers=2, latent_len=4, adapter_hidden=32)
 EXAMPLES = make_examples(24, seed=0)

@@ -13,10 +13,16 @@ through to produce the answer.
     optimized.py      make_trainer: the baseline's signature plus one toggle per recommendation
     training.py       train(version, model, examples, ...) and evaluate
     checks.py         the notebook's correctness checks
-    study.py          its measurements (ablation, batch sweep, parts timed alone, loss curves), and
-                      IMPLS = {"baseline": baseline.make_trainer, "optimized": optimized.make_trainer}
-    claims.py         the seed's claims and issue 13's targets with their verdict rules
-    floors.py, timing.py, activations.py, display.py   FLOP floors, step timing, activation bytes, tables
+    claims.py         the seed's claims and issue 13's targets with their verdict rules, units and measured_by
+    ablation.py       IMPLS = {"baseline": baseline.make_trainer, "optimized": optimized.make_trainer}, the ablation's
+                      variants (TESTED_BY: the claim each tests), how one variant is prepared and timed
+    parts.py, sweep.py, curves.py   the parts of the step timed alone; the batch sweep and the compiled step; the
+                      loss curves
+    study.py          the notebook's measurements by role and the claims' decisions (IMPLS, Findings and
+                      evidence re-exported); findings.py: Findings, what the page and the claims read of it;
+                      evidence.py: evidence(run, found), each claim's Evidence
+    timing.py, floors.py, activations.py, display.py   step timing and VariantResult, FLOP floors, activation bytes,
+                      tables and figures
     ddp.py            the same trainers under torchrun (--impl names a key of IMPLS)
 
 Every recommendation of the seed's report is a toggle of `optimized.make_trainer`; `baseline.make_trainer` is the

@@ -13,11 +13,11 @@ from ..kit.compiles import count_compiles
 from ..kit.formatting import within
 from ..kit.syncs import count_host_syncs
 from . import losses, reference
+from .ablation import IMPLS
 from .batches import PretokenizedCache, batch_on_the_fly
 from .config import Toggles
 from .model import build_model
 from .params import LatentWireParams
-from .study import IMPLS
 from .tokenizer import Tokenizer
 
 

@@ -23,10 +23,10 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ..kit.params import parse_assignment, validate
+from .ablation import IMPLS
 from .config import ModelConfig, Toggles
 from .data import make_examples
 from .model import build_model
-from .study import IMPLS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

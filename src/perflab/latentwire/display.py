@@ -1,161 +1,317 @@
-"""What notebook 06 shows: tables, figures and commands built from the study's results (nothing is measured here)."""
+"""What notebook 06 shows: tables (DataFrames, shown as HTML), figures and commands built from its `study.Findings`
+(nothing is measured here). A number that a claim judges is shown as it was decided (the paired rounds' value and
+99% interval); one measured another way says so on its face ("indicative: ratio of medians of 3 rounds").
+Colours: the baseline grey and the optimized version blue in every figure (`perflab.kit.figures.color` with the
+study's IMPLS); a decided interval in its verdict's colour (`perflab.kit.claims.COLORS`)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as ticker
 import pandas as pd
+from matplotlib.lines import Line2D
 
-from ..kit.bench import fmt_seconds, summary
-from .claims import claimed_by_variant
+from ..kit.bench import fmt_seconds
+from ..kit.claims import COLORS
+from ..kit.figures import PALETTE, color
+from ..kit.formatting import num, value_text
+from .ablation import IMPLS, TESTED_BY
+from .claims import CLAIMS
 from .config import Toggles
+from .findings import Findings, decided, indicative, indicative_text, spreads
 from .floors import fraction_of_floor
 from .params import LatentWireParams
-from .timing import iqr_ratio
+
+BASE, OPT = color("baseline", IMPLS), color("optimized", IMPLS)
+# the sweep's lines: its fp32 points are the optimized version (its colour), bf16 and the compiled step the next two
+DTYPES = {"fp32": OPT, "bf16 autocast": PALETTE[2], "compiled step": PALETTE[4]}
 
 
-def plain_log(axis) -> None:
-    """Log scale with ticks at 1, 2, 5 x 10^k labelled as plain numbers."""
-    axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+def plain_log(axis, subs=(1.0, 2.0, 5.0)) -> None:
+    """Log scale with ticks at `subs` x 10^k labelled as plain numbers (2, 5, 10; not 2x10^0)."""
+    axis.set_major_locator(ticker.LogLocator(subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: num(v)))
     axis.set_minor_formatter(ticker.NullFormatter())
-
-
-def _row(r, base, flops_per_sample: float, peak: float) -> dict:
-    lo, hi = r.samples_per_s_range()
-    b_lo, b_hi = base.samples_per_s_range()
-    return {"samples/s": r.samples_per_s, "vs baseline": r.samples_per_s / base.samples_per_s,
-            "p20-p80": f"{lo / b_hi:.2f}-{hi / b_lo:.2f}", "median step": fmt_seconds(r.measurement.median),
-            "IQR/median": f"{r.iqr_ratio:.0%}", "steps/block": r.steps_per_block,
-            "launches/step": r.launches["total"], "launches/sample": r.launches["total"] / r.samples_per_step,
-            "of floor": fraction_of_floor(r, flops_per_sample, peak).value}
-
-
-def ablation_table(results: dict, flops: dict, peak: float) -> pd.DataFrame:
-    """One row per variant: throughput with its conservative p20-p80 ratio to the baseline, spread, launches
-    (perflab.kit.launches: CUDA kernels, or the CPU proxy), first step, memory, and model FLOP/s over `peak`.
-    `flops`: study floors.step_flops per loss variant {single_pass: {...}}."""
-    base, claimed = results["baseline"], claimed_by_variant()
-    rows = []
-    for name, r in results.items():
-        f = flops[r.variant.knobs.get("single_pass", False)]["total"]
-        rows.append({"variant": name, **_row(r, base, f, peak), "report claims": claimed.get(name, "-"),
-                     "first step": fmt_seconds(r.first_step_s),
-                     "activation MiB": (r.activation_bytes or float("nan")) / 2**20,
-                     f"peak MiB ({r.memory_method})": r.peak_bytes / 2**20})
-    return pd.DataFrame(rows).set_index("variant")
-
-
-def ablation_figure(results: dict, device_type: str):
-    names = list(results)
-    base = results["baseline"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
-    ypos = list(range(len(names)))
-    special = {"baseline": "tab:gray", "quick_wins": "tab:orange", "all_together": "tab:red", "compiled": "tab:purple"}
-    sps = [results[n].samples_per_s for n in names]
-    ax1.barh(ypos, sps, color=[special.get(n, "tab:blue") for n in names])
-    for y, v in zip(ypos, sps):
-        ax1.text(v, y, f" {v / base.samples_per_s:.2f}x", va="center", fontsize=8)
-    ax1.axvline(base.samples_per_s, color="k", lw=0.8, ls="--")
-    ax1.set_xscale("log")
-    plain_log(ax1.xaxis)
-    ax1.set_xlabel(f"training samples/s on {device_type} (log scale; dashed: baseline; labels: ratio to it)")
-    ax1.set_yticks(ypos, names)
-    ax1.invert_yaxis()
-    ax1.set_title("throughput: baseline, each toggle alone, combined")
-    ax2.barh(ypos, [(results[n].activation_bytes or float("nan")) / 2**20 for n in names], color="tab:green")  # nan: compiled
-    ax2.set_xscale("log")
-    plain_log(ax2.xaxis)
-    ax2.set_xlabel("peak activation memory per optimizer step (MiB, log scale; compiled: not counted)")
-    ax2.set_title("memory held for backward")
-    fig.tight_layout()
-    return fig
-
-
-def sweep_table(sweep: dict, compiled, flops_per_sample: float, peaks: dict) -> pd.DataFrame:
-    """One row per sweep point (and the compiled step): samples/s, spread, launches, and the share of each floor."""
-    points = [("bf16" if amp else "fp32", r) for amp, rows in sweep.items() for r in rows]
-    if compiled is not None:
-        points.append(("bf16" if compiled.variant.knobs.get("amp") else "fp32", compiled))
-    rows = []
-    for dtype, r in points:
-        lo, hi = r.samples_per_s_range()
-        rows.append({"step": r.variant.name, "batch": r.samples_per_step, "dtype": dtype, "samples/s": r.samples_per_s,
-                     "p20-p80": f"{lo:.4g}-{hi:.4g}", "IQR/median": f"{r.iqr_ratio:.0%}",
-                     "launches/step": r.launches["total"],
-                     "of fp32 floor": fraction_of_floor(r, flops_per_sample, peaks["fp32"][0]).value,
-                     f"of {dtype} floor": fraction_of_floor(r, flops_per_sample, peaks[dtype][0]).value,
-                     f"peak MiB ({r.memory_method})": r.peak_bytes / 2**20})
-    return pd.DataFrame(rows).set_index("step")
-
-
-def sweep_figure(sweep: dict, compiled, base, flops_per_sample: float, peaks: dict, device_type: str):
-    """samples/s against the batch for each dtype, with the floors as lines (samples/s at the matmul peak);
-    peak memory on the right."""
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
-    styles = {False: ("o-", "tab:blue", "fp32"), True: ("s-", "tab:red", "bf16 autocast")}
-    bs = sorted({r.samples_per_step for rows in sweep.values() for r in rows})
-    for amp, rows in sweep.items():
-        marker, color, label = styles[amp]
-        x = [r.samples_per_step for r in rows]
-        ax[0].plot(x, [r.samples_per_s for r in rows], marker, color=color, label=f"all toggles, {label}")
-        ax[1].plot(x, [r.peak_bytes / 2**20 for r in rows], marker, color=color, label=f"{label} ({rows[0].memory_method})")
-    if compiled is not None:
-        ax[0].plot([compiled.samples_per_step], [compiled.samples_per_s], "*", ms=14, color="tab:purple",
-                   label="compiled step at the best batch")
-    for name, ls in (("fp32", "--"), ("bf16", ":")):
-        ax[0].axhline(peaks[name][0] / flops_per_sample, color="0.4", lw=1, ls=ls, label=f"{name} matmul floor")
-    ax[0].axhline(base.samples_per_s, color="k", lw=0.8, ls="-.", label="baseline (batch 1)")
-    for a, ylabel in ((ax[0], "training samples/s"), (ax[1], "peak memory (MiB)")):
-        a.set_xscale("log", base=2)
-        a.set_yscale("log")
-        a.set_xticks(bs, [str(b) for b in bs])
-        plain_log(a.yaxis)
-        a.set_xlabel("micro-batch size (samples)")
-        a.set_ylabel(ylabel)
-        a.legend(fontsize=8)
-    ax[0].set_title(f"batch sweep, {device_type}: one fresh model per point")
-    fig.tight_layout()
-    return fig
-
-
-def curves_figure(curves, curve_batch: int):
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    styles = [dict(color="0.6", lw=4), dict(color="tab:blue", lw=1.5, ls="--"), dict(color="tab:red", lw=1.5, marker="o")]
-    for c, style in zip(curves, styles):
-        window = max(1, curve_batch // c.samples[0])  # every point a mean over curve_batch samples
-        ax.plot(c.samples, pd.Series(c.losses).rolling(window, min_periods=1).mean(), label=f"{c.name} ({c.seconds:.1f} s)",
-                **style)
-    ax.set_xlabel("training samples seen")
-    ax.set_ylabel(f"training loss (mean over the last {curve_batch} samples)")
-    ax.set_title("loss curves (wall time of each run in the legend)")
-    ax.legend()
-    return fig
-
-
-def spread_table(timings: list[tuple[str, str, object]], threshold: float = 0.1) -> pd.DataFrame:
-    """Every timing of the run with its IQR/median: (benchmark, case, Measurement) per row."""
-    rows = []
-    for bench, case, m in timings:
-        s = summary(m)
-        rows.append({"benchmark": bench, "case": case, "median": fmt_seconds(s["median_s"]), "IQR": fmt_seconds(s["iqr_s"]),
-                     "IQR/median": iqr_ratio(m.times), "blocks": s["n"]})
-    df = pd.DataFrame(rows)
-    df[f"under {threshold:.0%}"] = df["IQR/median"] < threshold  # a single block (nan): no spread measured, not under
-    return df
-
-
-def widest(spreads: pd.DataFrame) -> tuple[float, str]:
-    """(IQR/median, name) of the timing with the widest spread in a `spread_table` (single blocks skipped)."""
-    row = spreads.loc[spreads["IQR/median"].idxmax()]
-    return float(row["IQR/median"]), f"{row['benchmark']} {row['case']}"
 
 
 def describe_toggles(toggles: dict) -> str:
     """Only what differs from the defaults (= the baseline's behaviour)."""
     default = dataclasses.asdict(Toggles())
     return ", ".join(f"{k}={v}" for k, v in toggles.items() if default.get(k) != v) or "-"
+
+
+def claimed_by_variant() -> dict[str, str]:
+    """The report's numbers per ablation variant (the claims it tests end to end; issue 13's targets left out), for
+    the table."""
+    out: dict[str, list[str]] = {}
+    for c in CLAIMS:
+        if c.key in TESTED_BY and c.source != "issue 13":
+            out.setdefault(TESTED_BY[c.key], []).append(f"{c.claimed} ({c.key})")
+    return {k: "; ".join(v) for k, v in out.items()}
+
+
+def vs_baseline(run, found: Findings, variant: str) -> tuple[str, str]:
+    """A variant's samples/s over the baseline's as the page shows it, and how it was taken: the decision's value and
+    99% interval where a claim was decided on it (paired rounds; the claims judged on it), else the ablation's ratio
+    of medians, indicative."""
+    if variant == "baseline":
+        return "1x", "the reference"
+    d, keys = decided(found, variant)
+    if d is not None:
+        return value_text(d.value, d.low, d.high, "x"), f"decided: {', '.join(keys)}"
+    return f"{indicative(found, variant):.2f}x", "indicative"
+
+
+def ablation_note(run, found: Findings) -> str:
+    """What the ablation table's ratio column holds, and what its launches count (`perflab.kit.launches`)."""
+    launches = found.base.launches.get("what", "")
+    return (f"vs baseline: samples/s over the baseline's; decided = the value and 99% interval of the paired rounds a "
+            f"claim was judged on (the card's number); indicative = the "
+            f"{indicative_text(run).removeprefix('indicative: ')} of the ablation's own timings. launches: {launches}")
+
+
+def ablation_table(run, found: Findings) -> pd.DataFrame:
+    """One row per variant: throughput and its ratio to the baseline's and how it was taken (`vs_baseline`), the median step
+    and its spread, launches per sample (perflab.kit.launches: CUDA kernels, or the CPU proxy), model FLOP/s over the
+    run's dtype's matmul floor, activation and peak memory, the first (untimed) step, and the report's numbers."""
+    cfg, claimed = run.cfg, claimed_by_variant()
+    peak = found.peaks["bf16" if cfg.amp else "fp32"][0]
+    rows = []
+    for name, r in found.ablation.items():
+        f = found.flops[r.variant.knobs.get("single_pass", False)]["total"]
+        ratio, how = vs_baseline(run, found, name)
+        rows.append({"variant": name, "samples/s": f"{r.samples_per_s:.3g}", "vs baseline": ratio, "how": how,
+                     "median step": fmt_seconds(r.measurement.median), "IQR/median": f"{r.iqr_ratio:.0%}",
+                     "launches/sample": num(r.launches["total"] / r.samples_per_step),
+                     f"of {'bf16' if cfg.amp else 'fp32'} floor": f"{fraction_of_floor(r, f, peak).value:.1%}",
+                     "activation MiB": "-" if r.activation_bytes is None else f"{r.activation_bytes / 2**20:.3g}",
+                     f"peak MiB ({r.memory_method})": num(r.peak_bytes / 2**20),
+                     "first step": fmt_seconds(r.first_step_s), "report claims": claimed.get(name, "-")})
+    return pd.DataFrame(rows).set_index("variant")
+
+
+_RATIO_TICKS = (0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 4, 5, 7, 10, 20, 30, 50, 100)
+
+
+def ratio_axis(axis, low: float, high: float) -> None:
+    """A log axis of ratios from `low` to `high` with ticks a reader can read off (0.5, 0.75, 1, 1.5, 2, 3, 4, ...)."""
+    axis.set_major_locator(ticker.FixedLocator([t for t in _RATIO_TICKS if low <= t <= high]))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{num(v)}x"))
+    axis.set_minor_locator(ticker.NullLocator())
+
+
+def ablation_figure(run, found: Findings):
+    """The study's main figure: each variant's samples/s over the baseline's. Where a claim was decided on the
+    variant: the decision's value (dot) and 99% interval (bar, in the claim's verdict colour), the claims' thresholds
+    as black ticks, the numbers and verdicts written beside; elsewhere the ablation's ratio of medians, hollow, with
+    the p20-p80 of each over the other's, labelled indicative. -> Figure"""
+    names = list(found.ablation)
+    b_lo, b_hi = found.base.samples_per_s_range()
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(names) + 1.3), layout="constrained")
+    xs, labels, bars = [], [], []
+    for y, name in enumerate(names):
+        if name == "baseline":
+            ax.plot([1], [y], "s", color=BASE, ms=7)
+            labels.append((y, "1x: the reference", "black"))
+            continue
+        d, keys = decided(found, name)
+        if d is not None:
+            verdicts = {}
+            for k in keys:
+                verdicts.setdefault(CLAIMS[k].verdict(found.gains[k], run.cfg, run.device.type), []).append(k)
+                ax.plot([CLAIMS[k].at_least] * 2, [y - 0.38, y + 0.38], color="black", lw=1.3)
+                xs.append(CLAIMS[k].at_least)
+            bars.append((y, d, COLORS.get(next(iter(verdicts)), "black")))
+            xs += [d.value, d.low, d.high]
+            said = "; ".join(f"{v}: {', '.join(ks)}" for v, ks in verdicts.items())
+            labels.append((y, f"{value_text(d.value, d.low, d.high, 'x')} {said}", "black"))
+            continue
+        lo, hi = found.ablation[name].samples_per_s_range()
+        x, rng = indicative(found, name), (lo / b_hi, hi / b_lo)
+        ax.plot(rng, [y, y], color="0.55", lw=1.6)
+        ax.plot([x], [y], "o", mfc="white", mec="0.35", mew=1.2, ms=6)
+        xs += [*rng, x]
+        labels.append((y, f"{x:.2f}x indicative", "0.35"))
+    for y, text, c in labels:
+        ax.annotate(text, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(5, 0), textcoords="offset points",
+                    va="center", fontsize=8, color=c, annotation_clip=False)
+    ax.axvline(1, color=BASE, lw=0.9, ls="--")
+    finite = [x for x in xs + [1] if x > 0 and math.isfinite(x)]
+    lo, hi = min(finite) / 1.15, max(finite) * 1.15
+    for y, d, c in bars:  # an interval open at an end (too few rounds) runs to the axis's edge, an arrow there
+        a, b = max(d.low, lo) if d.low > 0 else lo, min(d.high, hi)
+        ax.plot([a, b], [y, y], color=c, lw=7, solid_capstyle="butt")
+        for end, edge, mark in ((d.low, lo, "<"), (d.high, hi, ">")):
+            if not (0 < end < math.inf) or not lo <= end <= hi:
+                ax.plot([edge], [y], mark, color=c, ms=8, clip_on=False)
+        ax.plot([d.value], [y], "o", color=c, mec="black", mew=0.7, ms=7)
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ratio_axis(ax.xaxis, lo, hi)
+    ax.set_yticks(range(len(names)), names, fontsize=8.5)
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.tick_params(axis="x", labelsize=8.5)
+    ax.grid(axis="x", color="0.9", lw=0.6)
+    ax.set_xlabel(f"training samples/s over the baseline's on {run.device.type} (log scale)", fontsize=9)
+    ax.set_title("each recommendation alone, the quick wins, all together, compiled", fontsize=9.5, loc="left")
+    handles = [Line2D([], [], color=COLORS["holds"], lw=6, marker="o", mec="black",
+                      label="decided (paired rounds): value, 99% interval; colour: verdict"),
+               Line2D([], [], color="black", lw=0, marker="|", ms=11, mew=1.3, label="the claim's threshold"),
+               Line2D([], [], color="0.55", lw=1.6, marker="o", mfc="white", mec="0.35",
+                      label=f"{indicative_text(run)}, p20-p80")]
+    fig.legend(handles=handles, loc="outside lower left", ncols=3, fontsize=7.5, frameon=False)
+    return fig
+
+
+def sweep_table(run, found: Findings) -> pd.DataFrame:
+    """One row per sweep point (and the compiled step): samples/s with its p20-p80, spread, launches, the share of
+    the fp32 floor and of the point's own dtype's floor, and peak memory."""
+    points = [("bf16" if amp else "fp32", r) for amp, rows in found.sweep.items() for r in rows]
+    if found.compiled is not None:
+        points.append(("bf16" if found.compiled.variant.knobs.get("amp") else "fp32", found.compiled))
+    flops, peaks = found.flops[True]["total"], found.peaks
+    rows = []
+    for dtype, r in points:
+        lo, hi = r.samples_per_s_range()
+        rows.append({"step": r.variant.name, "batch": r.samples_per_step, "dtype": dtype,
+                     "samples/s": f"{r.samples_per_s:.3g}", "p20-p80": f"{lo:.3g}-{hi:.3g}",
+                     "IQR/median": f"{r.iqr_ratio:.0%}", "launches/step": r.launches["total"],
+                     "of fp32 floor": f"{fraction_of_floor(r, flops, peaks['fp32'][0]).value:.1%}",
+                     "of its dtype's floor": f"{fraction_of_floor(r, flops, peaks[dtype][0]).value:.1%}",
+                     f"peak MiB ({r.memory_method})": f"{r.peak_bytes / 2**20:.4g}"})
+    return pd.DataFrame(rows).set_index("step")
+
+
+def _memory_axis(axis, values) -> None:
+    """Peak memory: a log axis with ticks at 1, 2, 5 per decade where the values span a factor of 3, else a linear
+    one with about five ticks (a span of 1.06-1.31 GB has one log tick)."""
+    vs = [v for v in values if v > 0]
+    if vs and max(vs) / min(vs) > 3:
+        axis.axes.set_yscale("log")
+        plain_log(axis)
+    else:
+        axis.set_major_locator(ticker.MaxNLocator(5))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: num(v)))
+
+
+def sweep_figure(run, found: Findings):
+    """samples/s against the batch for each dtype (median, p20-p80 bars), the compiled step at its batch, the
+    baseline, and the floors (samples/s at the matmul peak) as labelled lines; peak memory on the right."""
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained", width_ratios=(1.6, 1))
+    flops = found.flops[True]["total"]
+    bs = sorted({r.samples_per_step for rows in found.sweep.values() for r in rows})
+    mem = []
+    for amp, rows in found.sweep.items():
+        name = "bf16 autocast" if amp else "fp32"
+        x = [r.samples_per_step for r in rows]
+        y = [r.samples_per_s for r in rows]
+        rng = [r.samples_per_s_range() for r in rows]
+        a0.errorbar(x, y, yerr=[[v - lo for v, (lo, _) in zip(y, rng)], [hi - v for v, (_, hi) in zip(y, rng)]],
+                    marker="s" if amp else "o", color=DTYPES[name], capsize=3, label=f"every recommendation, {name}")
+        a1.plot(x, [r.peak_bytes / 2**20 for r in rows], marker="s" if amp else "o", color=DTYPES[name],
+                label=f"{name}")
+        mem += [r.peak_bytes / 2**20 for r in rows]
+    c = found.compiled
+    if c is not None:
+        lo, hi = c.samples_per_s_range()
+        a0.errorbar([c.samples_per_step], [c.samples_per_s], yerr=[[c.samples_per_s - lo], [hi - c.samples_per_s]],
+                    marker="*", ms=13, color=DTYPES["compiled step"], capsize=3, ls="none",
+                    label=f"compiled step, batch {c.samples_per_step}")
+        a1.plot([c.samples_per_step], [c.peak_bytes / 2**20], "*", ms=12, color=DTYPES["compiled step"])
+        mem.append(c.peak_bytes / 2**20)
+    ys = [r.samples_per_s for rows in found.sweep.values() for r in rows]
+    for name, ls in (("fp32", "--"), ("bf16", ":")):
+        floor = found.peaks[name][0] / flops
+        a0.axhline(floor, color="0.35", lw=1, ls=ls)
+        a0.annotate(f"{name} matmul floor: {num(floor)} samples/s", (bs[0], floor), xytext=(2, 3), textcoords="offset points",
+                    fontsize=7, color="0.25")
+        ys.append(floor)
+    a0.axhline(found.base.samples_per_s, color=BASE, lw=1, ls="-.")
+    a0.annotate(f"baseline (batch 1, accum {run.cfg.accum_steps}): {found.base.samples_per_s:.3g} samples/s",
+                (bs[-1], found.base.samples_per_s), xytext=(-2, -10), textcoords="offset points", ha="right",
+                fontsize=7, color="0.25")
+    ys.append(found.base.samples_per_s)
+    a0.set_yscale("log")
+    a0.set_ylim(min(ys) / 1.6, max(ys) * 1.6)
+    plain_log(a0.yaxis, subs=(1.0, 2.0, 3.0, 5.0))
+    _memory_axis(a1.yaxis, mem)
+    for a in (a0, a1):
+        a.set_xscale("log", base=2)
+        a.set_xticks(bs, [str(b) for b in bs])
+        a.minorticks_off() if a is a0 else None
+        a.set_xlabel("micro-batch size (samples per step)")
+        a.grid(color="0.92", lw=0.6)
+    a0.set_ylabel("training samples/s (median, p20-p80)")
+    a1.set_ylabel(f"peak memory of a step (MiB, {found.base.memory_method})")
+    a0.set_title(f"batch sweep on {run.device.type}: one fresh model per point", fontsize=9, loc="left")
+    a1.set_title("memory", fontsize=9, loc="left")
+    fig.legend(*a0.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    return fig
+
+
+def curves_figure(run, found: Findings):
+    """The training loss of the three curves (a running mean over `curve_batch` samples), the baseline grey, the
+    optimized version blue (dashed: batch 1 on the baseline's samples; markers: the batched run), wall time in the
+    legend."""
+    fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+    styles = [dict(color=BASE, lw=4, alpha=0.7), dict(color=OPT, lw=1.5, ls="--"), dict(color=OPT, lw=1.2, marker="o")]
+    batch = run.cfg.curve_batch
+    for c, style in zip(found.curves, styles):
+        window = max(1, batch // c.samples[0])  # every point a mean over curve_batch samples
+        ax.plot(c.samples, pd.Series(c.losses).rolling(window, min_periods=1).mean(),
+                label=f"{c.name} ({c.seconds:.1f} s)", **style)
+    ax.axhline(found.untrained["loss"], color="0.5", lw=0.8, ls=":")
+    ax.annotate(f"held-out loss of the initial weights: {found.untrained['loss']:.2f}",
+                (found.curves[0].samples[-1], found.untrained["loss"]), xytext=(0, 3), textcoords="offset points",
+                ha="right", fontsize=7, color="0.3")
+    ax.set_xlabel("training samples seen")
+    ax.set_ylabel(f"training loss (nats; mean over the last {batch} samples)")
+    ax.set_title("loss curves from the same initial weights (wall time of each run in the legend)", fontsize=9,
+                 loc="left")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def quality_table(found: Findings) -> pd.DataFrame:
+    """Held-out quality of the initial weights and after each curve: the loss, its parts, first-token accuracy."""
+    rows = [{"run": "initial weights", "seconds": "-", **found.untrained}]
+    rows += [{"run": c.name, "seconds": f"{c.seconds:.2f}", **c.heldout} for c in found.curves]
+    df = pd.DataFrame(rows).set_index("run")
+    for k in ("loss", "tf", "first", "k", "first_token_acc"):
+        df[k] = df[k].map(lambda v: f"{v:.3f}")
+    return df
+
+
+def spread_figure(run, found: Findings, threshold: float = 0.1):
+    """Every timing's IQR/median (`findings.spreads`), one row per benchmark, the GPU preset's threshold as a line, the
+    widest of each row named. -> Figure"""
+    table = spreads(found, threshold).dropna(subset=["IQR/median"])
+    groups = list(dict.fromkeys(table["benchmark"]))
+    fig, ax = plt.subplots(figsize=(10, 0.36 * len(groups) + 1.2), layout="constrained")
+    for y, g in enumerate(groups):
+        rows = table[table["benchmark"] == g].reset_index(drop=True)
+        ys = [y + ((i % 5) - 2) * 0.07 for i in range(len(rows))]
+        ax.scatter(100 * rows["IQR/median"], ys, s=22, edgecolors="black", linewidths=0.4, zorder=3,
+                   c=[COLORS["holds"] if v < threshold else COLORS["does not hold"] for v in rows["IQR/median"]])
+        i = int(rows["IQR/median"].idxmax())
+        ax.annotate(f"{rows.loc[i, 'case']} {rows.loc[i, 'IQR/median']:.0%}", (100 * rows.loc[i, "IQR/median"], ys[i]),
+                    xytext=(6, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.axvline(100 * threshold, color="black", lw=1.1)
+    ax.annotate(f"the GPU preset's target: < {threshold:.0%}", (100 * threshold, len(groups) - 0.55), xytext=(3, 0),
+                textcoords="offset points", fontsize=7, va="bottom")
+    ax.set_xscale("log")
+    plain_log(ax.xaxis)
+    ax.set_yticks(range(len(groups)), groups, fontsize=8)
+    ax.set_ylim(len(groups) - 0.5, -0.6)
+    vals = 100 * table["IQR/median"]
+    ax.set_xlim(max(0.1, vals.min() / 1.5), vals.max() * 2.5)
+    ax.set_xlabel("IQR / median over its blocks (%, log scale); green: under the target, red: over", fontsize=8.5)
+    n, single = int((table["IQR/median"] < threshold).sum()), len(spreads(found, threshold)) - len(table)
+    ax.set_title(f"spread of every timing of this run: {n} of {len(table)} under {threshold:.0%}"
+                 + (f" ({single} timed in one block: no spread, not drawn)" if single else ""), fontsize=9, loc="left")
+    return fig
 
 
 def ddp_command(p: LatentWireParams, toggles: dict, n_gpus: int) -> str:
@@ -165,3 +321,4 @@ def ddp_command(p: LatentWireParams, toggles: dict, n_gpus: int) -> str:
     model = " ".join(f"--model {k}={getattr(p, k)}" for k in ("d_enc", "enc_layers", "d_lm", "lm_layers", "latent_len", "k_tokens"))
     return (f"torchrun --nproc_per_node={max(n_gpus, 2)} -m perflab.latentwire.ddp --device cuda --steps 50 "
             f"--batch-size {p.max_batch} --n-examples {p.n_examples} {flags} {model}")
+

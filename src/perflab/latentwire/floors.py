@@ -2,7 +2,7 @@
 
     flops = step_flops(model, examples, batch_size=8, single_pass=True, device=device)   # per sample
     peaks = floors(p, device)                                 # {"fp32": (FLOP/s, Measurement), "bf16": ...}
-    fraction_of_floor(result, flops["total"], peaks["bf16"][0])        # MFU: median over blocks, 99% interval
+    fraction_of_floor(result, flops["total"], peaks["bf16"][0])        # MFU: mean time over blocks, 99% interval
 
 A step is compute-bound where its model FLOP/s come close to the fp32 floor: only there can bf16 autocast
 pay, by up to the ratio of the two floors (`amp_gains` measures it batch by batch); where the step is far
@@ -11,7 +11,6 @@ below the floor, per-op overhead (launches, Python) sets its time and autocast o
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -21,9 +20,7 @@ from ..kit.verdicts import Measured
 from .batches import PretokenizedCache
 from .model import LatentWire
 from .params import LatentWireParams
-
-if TYPE_CHECKING:
-    from .study import VariantResult
+from .timing import VariantResult
 
 
 def step_flops(model: LatentWire, examples, *, batch_size: int, single_pass: bool, device,

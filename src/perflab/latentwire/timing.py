@@ -11,6 +11,9 @@ blocks: a step that never syncs is timed as it runs in training (the host queues
 device's timeline, gaps where the device waited for the host included), and n steps per block average out the
 step-to-step jitter of the host. On other devices the clock is `time.perf_counter`.
 
+A timed variant is a `VariantResult`: what `ablation.prepare_variant` counted over its first steps, and its
+`StepTiming` once timed (samples/s = samples per step / median time per step).
+
 Rounds: every trainer is timed in turn, `rounds` times, merged per trainer, so a machine whose speed drifts
 slows all of them alike. Only the trainer being timed may own DataLoader workers: each turn ends with its
 `pause()` (workers joined), the next turn's first, untimed step starts that trainer's fresh pool, and every turn
@@ -27,8 +30,9 @@ import numpy as np
 import torch
 from torch.utils.benchmark.utils.common import Measurement
 
-from ..kit.bench import from_times
+from ..kit.bench import from_times, summary
 from ..kit.env import synchronize
+from ..kit.versions import Variant
 
 
 def dataloader_workers() -> set[int]:
@@ -96,6 +100,35 @@ class StepTiming:
         n = self.steps_per_block
         return from_times([t * n for t in self.step_times], label=label, sub_label=sub_label, description=description,
                           calls=n, stmt="trainer.step()", env=self.clock)
+
+
+@dataclasses.dataclass
+class VariantResult:
+    """One variant of the optimized or the baseline version, prepared (`ablation.prepare_variant`) and timed."""
+    variant: Variant
+    samples_per_step: int
+    peak_bytes: int                   # perflab.kit.memory.peak_memory over the first step (CUDA allocator / CPU RSS)
+    memory_method: str
+    activation_bytes: int | None      # peak bytes held for backward in the first step (None under compile)
+    lm_forwards_per_micro_batch: float | None  # None under compile (the counter sees eager calls only)
+    first_step_s: float               # the untimed first step: worker start-up and compilation included
+    launches: dict                    # perflab.kit.launches.count_launches over one step (.as_dict())
+    steps_per_block: int              # optimizer steps per timed block
+    timing: StepTiming | None = None  # None until timed
+    measurement: Measurement | None = None
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples_per_step / self.measurement.median
+
+    def samples_per_s_range(self) -> tuple[float, float]:
+        """samples/s at the step time's p80 and p20."""
+        s = summary(self.measurement)
+        return self.samples_per_step / s["p80_s"], self.samples_per_step / s["p20_s"]
+
+    @property
+    def iqr_ratio(self) -> float:
+        return iqr_ratio(self.timing.step_times)
 
 
 def _turn(trainer, timing: StepTiming, device, *, min_time: float, max_time: float, min_blocks: int,
