@@ -64,8 +64,8 @@ def test_fieller_covers_a_ratio_of_means_and_widens_with_a_noisy_denominator():
 
 def test_fieller_covers_a_ratio_of_means_at_its_stated_level_under_autocorrelated_rounds():
     """99% intervals of 2 / 1 over 800 series of 128 paired rounds, each side's noise (10%) AR(1) across rounds at
-    phi = 0.8 (a round remembers the last ~10: a side's cache or clock state): covered 97.6% (the t over 16 batch means
-    loses a little), stated >= 96% (4 standard errors below that at 800 series). An interval narrower by sqrt(rounds /
+    phi = 0.8 (a round remembers the last ~10: a side's cache or clock state): covered 97.6% (the t over 8 or 16 batch
+    means loses a little), stated >= 96% (4 standard errors below that at 800 series). An interval narrower by sqrt(rounds /
     batches) (batch means ignored: the t over the rounds, or g divided by the rounds) covers ~64% here, and passes
     every test of independent rounds (above) and test_decide's 1,200 verdicts. Its half-width stays within 1.5x of
     the one the true variance gives (not bought by an interval too wide to say anything)."""
