@@ -10,6 +10,7 @@
   imported and `perflab new`, the study's tests, nbval, ruff, `perflab run` and `report` run there with no file of the
   repository in reach; each step timed and printed.
 """
+import importlib.util
 import io
 import json
 import os
@@ -206,6 +207,37 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_the_studys_early_stop_is_tested_on_data_that_needs_many_iterations(study, monkeypatch):
+    """Issue 48: on its own blobs the worked example settles in one iteration, so a loop whose convergence test always
+    read 0 (stopping after one) passed every test. The study's own test now runs on `strung` data (tens of
+    iterations): run here, in this process, on the generated study, so that a template that stops too early fails
+    perflab's fast tier, not only the wheel's leg."""
+    monkeypatch.syspath_prepend(str(study))
+    before = set(sys.modules)
+    try:
+        spec = importlib.util.spec_from_file_location("generated_test_spmv", study / "tests" / "test_spmv.py")
+        tests = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tests)
+        assert list(tests.IMPLS) == ["baseline", "optimized"]
+        for name in tests.IMPLS:
+            tests.test_stops_where_the_oracle_settles_on_data_that_needs_many_iterations(name, 400, 2, 6, 1)
+    finally:
+        for m in set(sys.modules) - before:          # the generated package: no other test imports it from here
+            del sys.modules[m]
+
+
+@pytest.mark.slow
+def test_the_studys_own_tests_pass(study, tmp_path):
+    """Its whole test file, as a user runs it (its conftest, its folder first on the path): in make test, not only in
+    make test-wheel, so that a template mistake any of them catches fails perflab's slow tier."""
+    d = tmp_path / "spmv"
+    shutil.copytree(study, d)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert " passed" in r.stdout and "failed" not in r.stdout
 
 
 def test_the_study_passes_ruff_with_its_own_settings(study):
