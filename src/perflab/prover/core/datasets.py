@@ -69,7 +69,7 @@ def read_triples(path: str | Path) -> list[tuple[str, str, str]]:
 def _read_numbered(path: Path) -> list[tuple[tuple[str, str, str], int]]:
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")            # a byte-order mark is not part of a name
+        text = raw.decode("utf-8")                      # a byte-order mark: dropped by text_lines
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1

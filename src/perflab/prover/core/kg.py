@@ -176,11 +176,11 @@ class KnowledgeGraph:
 # ---- parsing ---------------------------------------------------------------------------------
 
 def read_text(path: Path) -> str:
-    """A file's text as UTF-8 (a byte-order mark, which Windows editors write, is not part of the first name); a
-    file that is not raises KGFormatError naming the file, line and column."""
+    """A file's text as UTF-8 (a byte-order mark kept: `text_lines` drops it); a file that is not raises KGFormatError
+    naming the file, line and column."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8").removeprefix("\ufeff")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
