@@ -51,7 +51,7 @@ def one_run(seed: int, paths: list[str], timeout: float) -> dict:
     summary = next((line for line in reversed(out.splitlines()) if " in " in line and ("passed" in line or
                                                                                         "failed" in line)), "")
     return {"seed": seed, "exit": code, "failed": failed, "errors": errors, "summary": summary.strip("= "),
-            "seconds": round(time.monotonic() - t0, 1), "tail": out[-2000:] if code not in (0, 1) else ""}
+            "seconds": round(time.monotonic() - t0, 1), "tail": out[-3000:] if code != 0 else ""}
 
 
 def main() -> None:

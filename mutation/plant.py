@@ -5,7 +5,9 @@ notebooks it feeds, where named).
     python mutation/plant.py                      # every bug; results in outputs/mutation/<short commit>/planted.json
     python mutation/plant.py fieller-over-rounds  # some, by name
     python mutation/plant.py --check              # only check that every bug still applies (exactly once)
-    python mutation/plant.py --tests-at main      # the tests of another commit against today's code (a rate before)
+    python mutation/plant.py --tests-at main      # the tests of another commit against today's code (a rate before:
+                                                  # no named tests, only the tiers; the tests that fail with no bug
+                                                  # planted, since today's code changed what they check, left out)
 
 The scratch copy (.mutation/planted/<tree>/, ignored) holds the checkout's tracked and untracked, not ignored, files
 as they are now, committed once into a git repository of its own (a clean clone, as CI sees one); each bug is
@@ -72,14 +74,16 @@ def applies(bug: Bug, root: Path = ROOT) -> str:
     return "" if n == 1 else f"{bug.name}: its old text occurs {n} times in {bug.file} (update mutation/planted.py)"
 
 
-def _pytest(tree: Path, args: list[str], timeout: float) -> tuple[int, list[str], float, str]:
-    """pytest in the copy -> (exit status, the failed tests, seconds, the output's tail)."""
+def _pytest(tree: Path, args: list[str], timeout: float, first_failure: bool = True) -> tuple[int, list[str], float, str]:
+    """pytest in the copy -> (exit status, the failed tests, seconds, the output's tail); stopping at the first failure
+    unless `first_failure` is False."""
     env = dict(os.environ, PYTHONPATH=str(tree / "src"), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1")
     env.pop("PERFLAB_OUT", None)
     t0 = time.monotonic()
     try:
-        r = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "pytest", *PYTEST, *args], cwd=tree, env=env,
+        opts = PYTEST if first_failure else [o for o in PYTEST if o != "-x"]
+        r = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "pytest", *opts, *args], cwd=tree, env=env,
                            capture_output=True, text=True, timeout=timeout)
         code, out = r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired as e:
@@ -88,26 +92,48 @@ def _pytest(tree: Path, args: list[str], timeout: float) -> tuple[int, list[str]
     return code, failed, round(time.monotonic() - t0, 1), out[-1500:]
 
 
-def stages(bug: Bug, tree: Path, named_only: bool) -> list[tuple[str, list[str]]]:
-    named = [t for t in bug.kills if (tree / t.split("::")[0]).is_file()]   # --tests-at: those that exist then
+def stages(bug: Bug, tree: Path, named_only: bool, tests_at: str | None) -> list[tuple[str, list[str]]]:
+    """What is run, in order, until a test fails: the bug's named tests (not with another commit's tests, which need
+    not have them: there the tiers alone say what that suite catches), the fast tier, the slow tier of its folder."""
+    named = [] if tests_at else list(bug.kills)
     out = [("named", [*named, "-m", "not gpu and not wheel and not slurm and not browser"])] if named else []
     if not named_only:
         out += [("fast tier", ["-m", FAST, "tests"]), (f"slow tier of {bug.folder}", ["-m", SLOW, bug.folder])]
     return out
 
 
-def run_bug(bug: Bug, tree: Path, *, named_only: bool, timeout: float) -> dict:
+# another commit's tests against today's code: the tests that fail with no bug planted (today's code changed what they
+# check) are left out of every run of that stage, {stage's arguments: their node ids}, found once per stage
+BROKEN: dict[tuple, list[str]] = {}
+
+
+def broken(tree: Path, args: list[str], timeout: float) -> list[str]:
+    key = tuple(args)
+    if key not in BROKEN:
+        code, failed, seconds, tail = _pytest(tree, args, timeout, first_failure=False)
+        if code not in (0, 1, 5):
+            raise RuntimeError(f"the tests fail to run with no bug planted ({' '.join(args)}): {tail}")
+        BROKEN[key] = failed
+        print(f"   (no bug planted, {' '.join(args)}: {len(failed)} test(s) fail and are left out, {seconds:.0f} s)",
+              flush=True)
+    return [x for t in BROKEN[key] for x in ("--deselect", t)]
+
+
+def run_bug(bug: Bug, tree: Path, *, named_only: bool, timeout: float, tests_at: str | None = None) -> dict:
     path = tree / bug.file
     original = path.read_text()
     why_not = applies(bug, tree)
     if why_not:
         return {"status": "does not apply", "detail": why_not}
-    path.write_text(original.replace(bug.old, bug.new))
     runs = []
     try:
-        for stage, args in stages(bug, tree, named_only):
-            code, failed, seconds, tail = _pytest(tree, args, timeout)
-            runs.append({"stage": stage, "exit": code, "failed": failed, "seconds": seconds})
+        for stage, args in stages(bug, tree, named_only, tests_at):
+            path.write_text(original)
+            left_out = broken(tree, args, timeout) if tests_at else []
+            path.write_text(original.replace(bug.old, bug.new))
+            code, failed, seconds, tail = _pytest(tree, [*args, *left_out], timeout)
+            runs.append({"stage": stage, "exit": code, "failed": failed, "seconds": seconds,
+                         **({"left_out": left_out[1::2]} if left_out else {})})
             print(f"   {stage}: exit {code}, {seconds:.0f} s" + (f", failed {failed[0]}" if failed else ""), flush=True)
             if code == 1:
                 return {"status": "killed", "by": stage, "test": failed[0] if failed else "", "runs": runs}
@@ -147,7 +173,8 @@ def main() -> None:
     for i, bug in enumerate(bugs, 1):
         print(f"== {i}/{len(bugs)} {bug.name} ({bug.area}): {bug.file}", flush=True)
         results[bug.name] = {"area": bug.area, "file": bug.file, "why": bug.why, "kills": list(bug.kills),
-                             **run_bug(bug, tree, named_only=args.named_only, timeout=args.timeout)}
+                             **run_bug(bug, tree, named_only=args.named_only, timeout=args.timeout,
+                                     tests_at=args.tests_at)}
         print(f"   -> {results[bug.name]['status']}", flush=True)
         results_file.write_text(json.dumps({
             "commit": short_commit(), "tests_at": short_commit(args.tests_at) if args.tests_at else None,
