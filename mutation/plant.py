@@ -1,6 +1,6 @@
 """Planted bugs (issue 48): each of mutation/planted.py's realistic bugs planted in a scratch copy of the checkout, then
-its tests run until one fails: its named tests, the fast tier, the slow tier of its folder (and with --nbval the
-notebooks it feeds, where named).
+its tests run until one fails: its named tests, the fast tier, the slow tier of its folder (nbval over the notebooks
+is not run: make test's last leg, minutes a notebook).
 
     python mutation/plant.py                      # every bug; results in outputs/mutation/<short commit>/planted.json
     python mutation/plant.py fieller-over-rounds  # some, by name
