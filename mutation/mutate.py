@@ -182,7 +182,7 @@ def _order(key: str):
 
 # mutmut's modules by the areas of the planted bugs (mutation/planted.py's AREAS), and the areas only mutmut covers
 MODULE_AREAS = {"judge": "intervals", "deciding": "decision budget", "verdicts": "decision budget",
-                "claims": "claim glue", "syncs": "counters", "launches": "counters", "bench": "counters"}
+                "claims": "the claims kit", "syncs": "counters", "launches": "counters", "bench": "counters"}
 OTHER_AREA = "studies' optimized code and checks"
 
 
@@ -298,7 +298,8 @@ def _killed(r: dict | None) -> str:
         return "-"
     if r["status"] == "killed":
         test = r.get("test", "").removeprefix("tests/")
-        return f"killed ({r['by']}: `{test}`)" if test else f"killed ({r['by']})"
+        by = "fast tier, its own test" if r["by"] == "named" else r["by"]    # every named test is of the fast tier
+        return f"killed ({by}: `{test}`)" if test else f"killed ({by})"
     return f"**{r['status']}**" + (f" ({r['by']})" if r.get("by") else "")
 
 
@@ -321,7 +322,7 @@ def planted_section(out: Path, by_area: dict) -> list[str]:
 
     def frac(rs: list[dict]) -> str:
         return f"{sum(r['status'] == 'killed' for r in rs)} of {len(rs)}" if rs else "-"
-    for area in (*AREAS, "counters", OTHER_AREA):
+    for area in (*AREAS, "the claims kit", "counters", OTHER_AREA):
         k, n, names = by_area.get(area, (0, 0, []))
         mut = f"{k} of {n} ({k / n:.0%})" if n else "not run"
         rs = [r for r in bugs.values() if r["area"] == area]
