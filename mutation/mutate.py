@@ -316,7 +316,9 @@ def planted_section(out: Path, by_area: dict) -> list[str]:
              "each with the test written for it), each planted alone in a scratch copy and run against its named "
              "tests, then the fast tier, then the slow tier of its folder (mutation/plant.py)"
              + (f"; at {now.get('commit')}" if now else ": not run in this pass") + ". "
-             + "".join(f"'before': the same bugs against the tests of {c} (today's code)." for c in before), "",
+             + "".join(f"'tests of {c}': the same bugs against that commit's tests (today's code; no named tests, the "
+                       "tiers alone" + (", the fast tier only" if d.get("fast_only") else "") + ")."
+                       for c, d in before.items()), "",
              "| area | mutmut modules | mutmut killed | planted killed" + "".join(f" | planted, tests of {c}" for c in before)
              + " |", "|---|---|---:|---:" + "|---:" * len(before) + "|"]
 

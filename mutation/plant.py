@@ -92,13 +92,16 @@ def _pytest(tree: Path, args: list[str], timeout: float, first_failure: bool = T
     return code, failed, round(time.monotonic() - t0, 1), out[-1500:]
 
 
-def stages(bug: Bug, tree: Path, named_only: bool, tests_at: str | None) -> list[tuple[str, list[str]]]:
+def stages(bug: Bug, tree: Path, named_only: bool, tests_at: str | None,
+           fast_only: bool = False) -> list[tuple[str, list[str]]]:
     """What is run, in order, until a test fails: the bug's named tests (not with another commit's tests, which need
     not have them: there the tiers alone say what that suite catches), the fast tier, the slow tier of its folder."""
     named = [] if tests_at else list(bug.kills)
     out = [("named", [*named, "-m", "not gpu and not wheel and not slurm and not browser"])] if named else []
     if not named_only:
-        out += [("fast tier", ["-m", FAST, "tests"]), (f"slow tier of {bug.folder}", ["-m", SLOW, bug.folder])]
+        out += [("fast tier", ["-m", FAST, "tests"])]
+    if not (named_only or fast_only):
+        out += [(f"slow tier of {bug.folder}", ["-m", SLOW, bug.folder])]
     return out
 
 
@@ -119,7 +122,8 @@ def broken(tree: Path, args: list[str], timeout: float) -> list[str]:
     return [x for t in BROKEN[key] for x in ("--deselect", t)]
 
 
-def run_bug(bug: Bug, tree: Path, *, named_only: bool, timeout: float, tests_at: str | None = None) -> dict:
+def run_bug(bug: Bug, tree: Path, *, named_only: bool, timeout: float, tests_at: str | None = None,
+            fast_only: bool = False) -> dict:
     path = tree / bug.file
     original = path.read_text()
     why_not = applies(bug, tree)
@@ -127,7 +131,7 @@ def run_bug(bug: Bug, tree: Path, *, named_only: bool, timeout: float, tests_at:
         return {"status": "does not apply", "detail": why_not}
     runs = []
     try:
-        for stage, args in stages(bug, tree, named_only, tests_at):
+        for stage, args in stages(bug, tree, named_only, tests_at, fast_only):
             path.write_text(original)
             left_out = broken(tree, args, timeout) if tests_at else []
             path.write_text(original.replace(bug.old, bug.new))
@@ -149,6 +153,8 @@ def main() -> None:
     parser.add_argument("bugs", nargs="*", help=f"some of: {', '.join(b.name for b in PLANTED)} (default: all)")
     parser.add_argument("--check", action="store_true", help="only check that every bug applies")
     parser.add_argument("--named-only", action="store_true", help="run only each bug's named tests")
+    parser.add_argument("--fast-only", action="store_true", help="leave out the slow tier (a survivor is then of the "
+                        "fast tier only)")
     parser.add_argument("--tests-at", help="run the tests of this commit (e.g. main) against today's code")
     parser.add_argument("--out", type=Path, help="results folder (default outputs/mutation/<short commit>)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per pytest run (default 1800)")
@@ -174,11 +180,12 @@ def main() -> None:
         print(f"== {i}/{len(bugs)} {bug.name} ({bug.area}): {bug.file}", flush=True)
         results[bug.name] = {"area": bug.area, "file": bug.file, "why": bug.why, "kills": list(bug.kills),
                              **run_bug(bug, tree, named_only=args.named_only, timeout=args.timeout,
-                                     tests_at=args.tests_at)}
+                                     tests_at=args.tests_at, fast_only=args.fast_only)}
         print(f"   -> {results[bug.name]['status']}", flush=True)
         results_file.write_text(json.dumps({
             "commit": short_commit(), "tests_at": short_commit(args.tests_at) if args.tests_at else None,
-            "named_only": args.named_only, "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "named_only": args.named_only, "fast_only": args.fast_only,
+            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "bugs": results}, indent=1) + "\n")
     print("results:", results_file)
 
