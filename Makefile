@@ -5,8 +5,9 @@
 #   make test-min  the same pytest on the oldest torch pyproject.toml accepts (torch==2.11.0, its own venv)
 #   make nbval-kernels  nbval again under other CPU kernels (ATen's default, MKL's compatible path): host-proof outputs
 #   make lab   JupyterLab on the perflab kernel
-#   make mutate    mutation testing (mutmut) of the kit and the studies' optimized code, each with its fast tests;
-#                  report in outputs/mutation/<commit>/REPORT.md (not part of make test: ~5-20 min a module)
+#   make mutate    mutation testing (mutmut) of the kit and the studies' optimized code, each with its fast tests, then
+#                  the planted bugs; report in outputs/mutation/<commit>/REPORT.md (not part of make test: ~5-20 min a
+#                  module); make planted (the planted bugs only), make flakes (the fast tier in random orders)
 #
 # GPU hosts: install your CUDA build of torch instead of the CPU pin, e.g.
 #   make run TORCH_INDEX=https://download.pytorch.org/whl/cu130   (torch==2.13.0: what CI tests)
@@ -34,7 +35,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 MIN_VENV  ?= .venv-torch2.11
 MIN_TORCH ?= torch==2.11.0
 
-.PHONY: setup run test test-fast nbval nbval-kernels test-wheel test-min mutate lab clean distclean
+.PHONY: setup run test test-fast nbval nbval-kernels test-wheel test-min mutate planted flakes lab clean distclean
 
 setup: $(STAMP)
 
@@ -96,15 +97,34 @@ test-min:
 	$(MAKE) --no-print-directory setup VENV=$(MIN_VENV) TORCH=$(MIN_TORCH)
 	$(MIN_VENV)/bin/python -m pytest -q -m "not slurm and not browser and not wheel" tests
 
-# mutation testing (issue 39): mutmut, pinned in pyproject.toml's `mutation` extra, installed on first use. One module
-# at a time (MODULES: names from mutation/mutate.py, or all), each with its fast tests only, one worker at nice 19
-# (MUTATE_FLAGS: e.g. --until 15:40 to start no module after then, --children 2). Survivors and equivalent mutants:
-# mutation/equivalent.toml and the report.
+# mutation testing (issues 39, 48): mutmut and pytest-randomly, pinned in pyproject.toml's `mutation` extra, installed
+# on first use. mutmut one module at a time (MODULES: names from mutation/mutate.py, or all), each with its fast tests
+# only, one worker at nice 19 (MUTATE_FLAGS: e.g. --until 15:40 to start no module after then, --children 2); then the
+# planted bugs (mutation/planted.py: realistic ones written by hand, each planted alone in a scratch copy against its
+# tests, the fast tier and its folder's slow tier; PLANTED: some by name; PLANT_FLAGS: e.g. --tests-at main); then
+# the report: both kill rates by area. Survivors and equivalent mutants: mutation/equivalent.toml and the report.
+# make planted: the planted bugs only; make flakes: the fast tier RUNS times in random orders and seeds
+# (mutation/flakes.py), into the same report.
 MODULES      ?= all
 MUTATE_FLAGS ?=
+PLANTED      ?=
+PLANT_FLAGS  ?=
+RUNS         ?= 20
+MUTATION_DEPS = @$(PY) -c "import mutmut, pytest_randomly" 2>/dev/null || $(PY) -m pip install -q -e '.[mutation]'
 mutate: setup
-	@$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -q -e '.[mutation]'
+	$(MUTATION_DEPS)
 	$(PY) mutation/mutate.py $(MUTATE_FLAGS) $(MODULES)
+	$(PY) mutation/plant.py $(PLANT_FLAGS) $(PLANTED)
+	$(PY) mutation/mutate.py --report
+
+planted: setup
+	$(MUTATION_DEPS)
+	$(PY) mutation/plant.py $(PLANT_FLAGS) $(PLANTED)
+	$(PY) mutation/mutate.py --report
+
+flakes: setup
+	$(MUTATION_DEPS)
+	$(PY) mutation/flakes.py --runs $(RUNS); status=$$?; $(PY) mutation/mutate.py --report; exit $$status
 
 # root (containers, cloud images) must say so to JupyterLab; nbval's conftest.py is no notebook: hidden from the
 # file browser (with Jupyter's own default hidden names). LAB_DIR and LAB_ARGS: what tests/project/test_lab.py changes.

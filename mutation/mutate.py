@@ -164,16 +164,6 @@ def save(name: str, work: Path, out: Path) -> None:
     (out / f"{name}.json").unlink(missing_ok=True)   # an earlier run's, before the runs were kept gzipped
 
 
-def runs(out: Path) -> list[dict]:
-    """The modules' runs kept in `out`: <module>.json.gz (or an older <module>.json)."""
-    found = {}
-    for path in sorted(out.glob("*.json")) + sorted(out.glob("*.json.gz")):
-        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-        data = json.loads(text)
-        found[data["module"]] = data
-    return [found[k] for k in sorted(found)]
-
-
 _DIFFS = """
 import json, sys
 from mutmut.mutation.diff_apply import get_diff_for_mutant
@@ -195,9 +185,51 @@ def _order(key: str):
     return head, int(n) if n.isdigit() else 0
 
 
+# mutmut's modules by the areas of the planted bugs (mutation/planted.py's AREAS), and the areas only mutmut covers
+MODULE_AREAS = {"judge": "intervals", "deciding": "decision budget", "verdicts": "decision budget",
+                "claims": "the claims kit", "syncs": "counters", "launches": "counters", "bench": "counters"}
+OTHER_AREA = "studies' optimized code and checks"
+
+
+def module_results(folder: Path) -> list[dict]:
+    """The mutmut results kept in `folder` (one <module>.json.gz, or an older <module>.json, each; the planted bugs'
+    and the flakes' files are not)."""
+    found = {}
+    for path in sorted(folder.glob("*.json")) + sorted(folder.glob("*.json.gz")):
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+        data = json.loads(text)
+        if isinstance(data, dict) and "module" in data and "mutants" in data:
+            found[data["module"]] = data
+    return [found[k] for k in sorted(found)]
+
+
+def latest_mutmut(out: Path) -> tuple[Path, list[dict]]:
+    """`out`'s mutmut results, or, where it has none (a planted-bugs pass), those of the newest folder beside it that
+    has them (by its REPORT.md's commit time in git, else the folder's time)."""
+    here = module_results(out)
+    if here:
+        return out, here
+    folders = [d for d in out.parent.iterdir() if d.is_dir() and d != out and module_results(d)]
+
+    def when(d: Path) -> float:
+        r = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(d)], cwd=ROOT, capture_output=True, text=True)
+        return float(r.stdout.strip() or d.stat().st_mtime)
+    if not folders:
+        return out, []
+    best = max(folders, key=when)
+    return best, module_results(best)
+
+
+def _rate(count: dict, total: int) -> float:
+    real = total - count["equivalent"] - count["cosmetic"] - count["not checked"]
+    return (count["killed"] + count["timeout"]) / real if real else 1.0
+
+
 def report(out: Path) -> Path:
     eq_file = ROOT / "mutation" / "equivalent.toml"
     equivalent = tomllib.loads(eq_file.read_text()) if eq_file.exists() else {}
+    source, modules = latest_mutmut(out)
+    borrowed = source != out
     lines = [f"# Mutation testing: {out.relative_to(ROOT)}", "",
              "mutmut 3 (`make mutate`, `mutation/mutate.py`), one module at a time, each with its fast tests only "
              f"(`-m \"{FAST}\"`); per mutant, the tests that called the mutated function in a clean run.",
@@ -211,8 +243,12 @@ def report(out: Path) -> Path:
              "| module | at | tests | mutants | killed | timed out | survived | no tests | equivalent | cosmetic | not run "
              "| kill rate |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    details = []
-    for data in runs(out):
+    if borrowed:
+        lines[2:2] = [f"mutmut was not run in this pass: its table is {source.relative_to(ROOT)}'s (every survivor's "
+                      f"diff: {source.relative_to(ROOT)}/REPORT.md); the planted bugs and the flake finder below are "
+                      "this pass's.", ""]
+    details, by_area = [], {}
+    for data in modules:
         name, rows = data["module"], data["mutants"]
         eq = equivalent.get(name, {})
         count = {s: 0 for s in ("killed", "timeout", "survived", "no tests", "equivalent", "cosmetic", "not checked",
@@ -228,12 +264,21 @@ def report(out: Path) -> Path:
             if status not in ("killed", "timeout", "not checked"):
                 details.append((name, key, status, "", row.get("diff", "")))
         real = len(rows) - count["equivalent"] - count["cosmetic"] - count["not checked"]
-        rate = (count["killed"] + count["timeout"]) / real if real else 1.0
+        rate = _rate(count, len(rows))
+        area = by_area.setdefault(MODULE_AREAS.get(name, OTHER_AREA), [0, 0, []])
+        area[0] += count["killed"] + count["timeout"]
+        area[1] += real
+        area[2].append(name)
         tests = ", ".join(t.removeprefix("tests/") for t in data["tests"])
         lines.append(f"| {name} | {data['commit']} | {tests} | {len(rows)} | {count['killed']} | "
                      f"{count['timeout']} | {count['survived'] + count['other']} | {count['no tests']} | "
                      f"{count['equivalent']} | {count['cosmetic']} | {count['not checked']} | "
                      f"{rate:.0%}{'' if rate >= 0.9 else ' (below 90%)'} |")
+    lines += planted_section(out, by_area)
+    lines += flakes_section(out)
+    if borrowed:   # the survivors' diffs and the notes are the borrowed report's: this one stays small
+        (out / "REPORT.md").write_text("\n".join(lines) + "\n")
+        return out / "REPORT.md"
     notes = ROOT / "mutation" / "notes.md"   # what the table cannot say: runs not made, targets not met, planted bugs
     if notes.exists():
         lines += ["", notes.read_text().strip()]
@@ -247,6 +292,86 @@ def report(out: Path) -> Path:
               "(`zcat`), written with it by `mutation/mutate.py --report`."]
     (out / "REPORT.md").write_text("\n".join(lines) + "\n")
     return out / "REPORT.md"
+
+
+def _planted(out: Path) -> tuple[dict, dict[str, dict]]:
+    """This folder's planted bugs (planted.json) and the same bugs against other commits' tests ({commit: results})."""
+    now = json.loads((out / "planted.json").read_text()) if (out / "planted.json").exists() else {}
+    before = {}
+    for path in sorted(out.glob("planted-tests-at-*.json")):
+        data = json.loads(path.read_text())
+        before[data["tests_at"]] = data
+    return now, before
+
+
+def _killed(r: dict | None) -> str:
+    if not r:
+        return "-"
+    if r["status"] == "killed":
+        test = r.get("test", "").removeprefix("tests/")
+        by = "fast tier, its own test" if r["by"] == "named" else r["by"]    # every named test is of the fast tier
+        return f"killed ({by}: `{test}`)" if test else f"killed ({by})"
+    return f"**{r['status']}**" + (f" ({r['by']})" if r.get("by") else "")
+
+
+def planted_section(out: Path, by_area: dict) -> list[str]:
+    """The kill rates by area (mutmut's and the planted bugs'), then every planted bug with what killed it."""
+    sys.path.insert(0, str(ROOT / "mutation"))
+    from planted import AREAS, PLANTED
+
+    now, before = _planted(out)
+    bugs = now.get("bugs", {})
+    lines = ["", "## Kill rates by area: mutmut's and the planted bugs'", "",
+             "mutmut: its token flips in the modules it was run on (killed or timed out, of the non-equivalent). "
+             "Planted: realistic bugs written by hand (mutation/planted.py: one per area and per study's claim glue, "
+             "each with the test written for it), each planted alone in a scratch copy and run against its named "
+             "tests, then the fast tier, then the slow tier of its folder (mutation/plant.py)"
+             + (f"; at {now.get('commit')}" if now else ": not run in this pass") + ". "
+             + "".join(f"'tests of {c}': the same bugs against that commit's tests (today's code; no named tests, the "
+                       "tiers alone" + (", the fast tier only" if d.get("fast_only") else "") + ")."
+                       for c, d in before.items()), "",
+             "| area | mutmut modules | mutmut killed | planted killed" + "".join(f" | planted, tests of {c}" for c in before)
+             + " |", "|---|---|---:|---:" + "|---:" * len(before) + "|"]
+
+    def frac(rs: list[dict]) -> str:
+        return f"{sum(r['status'] == 'killed' for r in rs)} of {len(rs)}" if rs else "-"
+    for area in (*AREAS, "the claims kit", "counters", OTHER_AREA):
+        k, n, names = by_area.get(area, (0, 0, []))
+        mut = f"{k} of {n} ({k / n:.0%})" if n else "not run"
+        rs = [r for r in bugs.values() if r["area"] == area]
+        old = ["".join(frac([r for r in d["bugs"].values() if r["area"] == area])) for d in before.values()]
+        lines.append(f"| {area} | {', '.join(names) or '-'} | {mut} | {frac(rs)}" + "".join(f" | {o}" for o in old)
+                     + " |")
+    k = sum(v[0] for v in by_area.values())
+    n = sum(v[1] for v in by_area.values())
+    lines.append(f"| **all** | | {k} of {n} ({k / n:.0%}) | {frac(list(bugs.values()))}" if n else
+                 f"| **all** | | - | {frac(list(bugs.values()))}")
+    lines[-1] += "".join(f" | {frac(list(d['bugs'].values()))}" for d in before.values()) + " |"
+    lines += ["", "### The planted bugs", "",
+              "| bug | area | file | now" + "".join(f" | tests of {c}" for c in before) + " | the bug |",
+              "|---|---|---|---" + "|---" * len(before) + "|---|"]
+    for b in PLANTED:
+        r = bugs.get(b.name)
+        cells = [f"`{b.name}`", b.area, f"`{b.file.removeprefix('src/perflab/')}`", _killed(r),
+                 *(_killed(d["bugs"].get(b.name)) for d in before.values()), b.why]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return lines
+
+
+def flakes_section(out: Path) -> list[str]:
+    path = out / "flakes.json"
+    if not path.exists():
+        return ["", "## Flaky tests", "", "The flake finder (`make flakes`, mutation/flakes.py) was not run in this pass."]
+    data = json.loads(path.read_text())
+    lines = ["", "## Flaky tests", "",
+             f"The fast tier (`-m \"{data['marker']}\"`, {', '.join(data['paths'])}) run {data['runs']} times at "
+             f"{data['commit']}, each in another random order with another seed (pytest-randomly, mutation/flakes.py): "
+             f"**{data['passed']} of {data['runs']} passed**, {data['in_a_row']} in a row.", "",
+             "| run | seed | result | seconds | failed |", "|---:|---:|---|---:|---|"]
+    for i, r in enumerate(data["detail"], 1):
+        failed = "; ".join(f"`{t.removeprefix('tests/')}`" for t in r["failed"] + r["errors"])
+        lines.append(f"| {i} | {r['seed']} | {r['summary'] or r['exit']} | {r['seconds']:.0f} | {failed or '-'} |")
+    return lines
 
 
 def main() -> None:

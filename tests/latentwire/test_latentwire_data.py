@@ -61,6 +61,38 @@ def test_squad_loader_refuses_malformed_files(tmp_path, content, message):
         load_squad(f)
 
 
+@pytest.mark.parametrize("how", ["BOM", "CRLF", "no final newline", "BOM, CRLF, blank lines"])
+def test_the_squad_loader_reads_a_file_from_windows_or_without_its_final_newline(tmp_path, how):
+    """Issue 48: a SQuAD file saved by a Windows editor (a byte-order mark, CRLF) or cut without its final newline reads
+    the same examples (json.loads refused the BOM: 'Unexpected UTF-8 BOM')."""
+    text = FIXTURE.read_text(encoding="utf-8").rstrip("\n")
+    if "CRLF" in how:
+        text = text.replace("\n", "\r\n")
+    if "blank" in how:
+        text = "\r\n\r\n" + text.replace("\r\n", "\r\n\r\n", 3) + "\r\n\r\n"
+    f = tmp_path / "squad.json"
+    f.write_bytes(("\ufeff" if "BOM" in how else "").encode() + text.encode("utf-8"))
+    assert load_squad(f) == load_squad(FIXTURE)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"data": [\n  {"title": "T",\n  "paragraphs": [{"context": "Caf\xe9"}]}]}', "bad.json:3: not UTF-8 (byte 0xe9)"),
+    (b'{"data": [\n\n  {"title": "T",}]}', "bad.json:3: not valid JSON"),
+    (b'{"data": [{"title": "T", "paragraphs": [{"context": "c", "qas": [{"id": "q9", "answers": [{"text": "c"}]}]}]}]}',
+     "bad.json: question 'q9' of 'T' has no 'question' string"),
+    (b'{"data": [{"title": "T", "paragraphs": [{"context": "c", "qas": [{"id": "q9", "question": "?", '
+     b'"answers": [{"answer_start": 0}]}]}]}]}', "question 'q9' of 'T': its first answer has no 'text' string"),
+    (b'{"data": [{"title": "T", "paragraphs": [{"context": "c", "qas": [{"id": "q9", "question": "?", '
+     b'"answers": [{"text": "c", "answer_start": "start"}]}]}]}]}', "answer_start 'start' is not a character offset"),
+])
+def test_the_squad_loader_refuses_a_malformed_file_naming_the_file_and_where(tmp_path, content, message):
+    f = tmp_path / "bad.json"
+    f.write_bytes(content)
+    with pytest.raises(ValueError) as e:
+        load_squad(f)
+    assert message in str(e.value) and str(f) in str(e.value)
+
+
 def test_tokenizer_round_trips_text_with_bytes_it_has_no_word_for():
     for text in [prompt_text(e) for e in make_examples(5, seed=2)] + ["Coruña 2nd ∑ x\ty", "<|user|>hi<eos>"]:
         ids = TOK.encode(text)

@@ -95,9 +95,89 @@ def test_bad_lines_name_the_file_the_line_and_what_was_expected(tmp_path, conten
 
 
 def test_a_query_relation_missing_from_train_is_refused(tmp_path):
-    d = _write(tmp_path / "g", **{"train.txt": "a\tr\tb\n", "test.txt": "a\tr\tb\n\nb\ts\ta\n"})
+    d = _write(tmp_path / "g", **{"train.txt": "a\tr\tb\n", "test.txt": "b\tr\ta\n\nb\ts\ta\n"})
     with pytest.raises(KGFormatError, match=r"test.txt:3: relation 's' is in no training triple"):
         load_tsv_folder(d)
+
+
+# ---- what a user's files hold that the fixtures did not: line ends, blank lines, a BOM, leaks ------------------
+
+TRAIN = [("ann", "parent", "bob"), ("bob", "parent", "cid"), ("cid", "likes", "née")]
+TEST = [("ann", "likes", "cid"), ("bob", "likes", "ann")]
+
+
+def _tsv(triples, end="\n"):
+    return end.join("\t".join(t) for t in triples)
+
+
+@pytest.mark.parametrize("end, blank, final, bom", [
+    ("\n", False, False, False), ("\r\n", False, True, False), ("\r\n", False, False, False),
+    ("\n", True, True, False), ("\n", False, True, True), ("\r\n", True, False, True), ("\r", False, False, False)],
+    ids=["no final newline", "CRLF", "CRLF, no final newline", "blank lines", "BOM", "BOM, CRLF, blank lines, no final "
+         "newline", "CR only"])
+def test_every_triple_is_read_whatever_the_line_ends_blank_lines_or_bom(tmp_path, end, blank, final, bom):
+    """Issue 48: every fixture ended in '\\n'; a user's split file need not. No triple lost, none mangled (a '\\r'
+    left on a tail, a BOM on the first head), in every split, whatever the file's line ends."""
+    def write(triples):
+        lines = ["\t".join(t) for t in triples]
+        if blank:                                     # blank and whitespace-only lines, first, between and last
+            lines = ["", " \t"] + lines[:1] + ["", ""] + lines[1:] + [""]
+        return ("\ufeff" if bom else "") + end.join(lines) + (end if final else "")
+    d = _write(tmp_path / "g", **{"train.txt": write(TRAIN), "test.txt": write(TEST)})
+    assert read_triples(d / "train.txt") == TRAIN and read_triples(d / "test.txt") == TEST
+    b = load_tsv_folder(d, rules=False)
+    assert b.splits() == {"train": 3, "test": 2}
+    names = lambda rows: [(b.original(b.kg.constants[h]), b.original(b.kg.predicates[p]),  # noqa: E731
+                           b.original(b.kg.constants[t])) for p, h, t in rows.tolist()]
+    assert sorted(names(b.kg.facts)) == sorted(TRAIN) and names(b.kg.queries["test"]) == TEST
+
+
+def test_a_name_holding_a_character_str_splitlines_cuts_at_stays_one_name_and_later_lines_keep_their_numbers(tmp_path):
+    """A form feed, \\x1c or U+2028 inside a name is a character of it, not a line end: the triple is read whole, and a
+    bad line after it is named by the line an editor shows."""
+    names = ["a\x0cb", "c\x1cd", "e\u2028f", "g\x85h"]
+    train = "".join(f"{n}\tr\tz\n" for n in names)
+    d = _write(tmp_path / "g", **{"train.txt": train})
+    assert [h for h, _, _ in read_triples(d / "train.txt")] == names
+    _write(d, **{"train.txt": train + "bad line\n"})
+    with pytest.raises(KGFormatError, match=r"train.txt:5: expected head<TAB>relation<TAB>tail"):
+        read_triples(d / "train.txt")
+
+
+@pytest.mark.parametrize("content, message", [
+    ("\ufeffa\tr\tb\r\nc\tr\r\n", "train.txt:2: expected head<TAB>relation<TAB>tail (3 non-empty tab-separated "
+     "fields), got 2"),
+    ("a\tr\tb\r\n\r\n\r\nc\t\td", "train.txt:4: expected head<TAB>relation<TAB>tail"),
+    ("a\tr\tb\r\na\tr\tb\tc", "train.txt:2: expected head<TAB>relation<TAB>tail (3 non-empty tab-separated fields), "
+     "got 4"),
+])
+def test_a_malformed_line_is_refused_by_its_number_whatever_the_line_ends(tmp_path, content, message):
+    d = _write(tmp_path / "bad", **{"train.txt": content})
+    with pytest.raises(KGFormatError) as e:
+        load_tsv_folder(d)
+    assert message in str(e.value) and str(d / "train.txt") in str(e.value)
+
+
+@pytest.mark.parametrize("split, other", [("test", "train"), ("valid", "train"), ("test", "valid")])
+def test_a_triple_in_two_splits_is_refused_naming_both(tmp_path, split, other):
+    files = {"train.txt": _tsv(TRAIN) + "\n", "valid.txt": "bob\tlikes\tcid\n", "test.txt": _tsv(TEST) + "\n"}
+    leaked = {"train": "bob\tparent\tcid", "valid": "bob\tlikes\tcid"}[other]
+    files[f"{split}.txt"] = files[f"{split}.txt"].replace("\n", f"\n\n{leaked}\r\n", 1)
+    d = _write(tmp_path / "leak", **files)
+    with pytest.raises(KGFormatError) as e:
+        load_tsv_folder(d, rules=False)
+    line = files[f"{split}.txt"].replace("\r", "").split("\n").index(leaked) + 1
+    assert f"{d / (split + '.txt')}:{line}: {leaked.replace(chr(9), ' ')!r} is also in {other}.txt" in str(e.value)
+    assert "the splits must be disjoint" in str(e.value)
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_the_vendored_benchmarks_splits_are_disjoint_and_none_is_lost(name):
+    splits = {s: read_triples(DATA_DIR / name / f"{s}.txt") for s in ("train", "valid", "test")}
+    assert {s: len(t) for s, t in splits.items()} == dict(zip(("train", "valid", "test"), SIZES[name][:3]))
+    sets = {s: set(t) for s, t in splits.items()}
+    assert all(len(sets[s]) == len(splits[s]) for s in sets)                    # no repeats within a split
+    assert not (sets["train"] & sets["valid"] or sets["train"] & sets["test"] or sets["valid"] & sets["test"])
 
 
 NASTY = ["<pad>", "<true>", "<false>", "<end>", "X", "_y", "u_x", "u__3c_pad_3e_", "a b", "a,b", "p(q)", "x.y",

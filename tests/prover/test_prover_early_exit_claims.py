@@ -52,7 +52,9 @@ def test_judge_takes_what_04s_measuring_code_produces(ladder, device, monkeypatc
     lead = "target_3x" if device is CPU else "target_4x"
     assert isinstance(found[lead][0], Decision) and isinstance(found["early_exit"][0], Decision)
     assert found["early_exit"][0].measured == found[lead][0].measured  # one decision's interval judges both
-    assert found["early_exit"][0].rounds == found[lead][0].rounds and rows["early_exit"]["rounds"] >= 1
+    # the row carries the decision's rounds (how many fit in 0.3 s is the load's to say: under a load of 8 on two
+    # cores none did, mutation/flakes.py's seed 4822)
+    assert found["early_exit"][0].rounds == found[lead][0].rounds == rows["early_exit"]["rounds"]
     off = "target_4x" if device is CPU else "target_3x"
     assert rows[off]["verdict"] == "not tested here" and rows[off]["why"] == f"measured on {device.type}"
     decided, skipped = ("bucketed_masked", "bucketed_full") if device is CPU else ("bucketed_full", "bucketed_masked")

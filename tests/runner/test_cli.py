@@ -76,16 +76,88 @@ def test_a_failing_notebook_does_not_stop_the_others(nb_dir, tmp_path, capsys):
     assert "1 of 2 notebook(s) failed" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_preset_values_are_applied(nb_dir, tmp_path):
+def _preset(tmp_path, text="n: 5\nscale: 2\n"):
     presets = tmp_path / "params"
     (presets / "big").mkdir(parents=True)
-    (presets / "big" / "tiny.yaml").write_text("n: 5\nscale: 2\n")
+    (presets / "big" / "tiny.yaml").write_text(text)
+    return presets
+
+
+@pytest.mark.slow
+def test_preset_values_are_applied_and_p_on_the_same_key_wins_and_is_what_the_run_records(nb_dir, tmp_path):
+    """docs/command.md: `-p` overrides one parameter, a preset's too. The run records what ran: the runner's status
+    rows, the notebook's rows and the report's run table all say n=4 (the -p), scale=2.0 (the preset)."""
+    presets = _preset(tmp_path)
     out = tmp_path / "out"
     assert main(["run", "tiny", "--params", "big", "--params-dir", str(presets), "--notebooks", str(nb_dir),
                  "--out", str(out), "--no-progress", "--no-report"]) == 0
     row = next(json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if '"value"' in x)
     assert row["value"] == 2.0 * (0 + 1 + 4 + 9 + 16)
+    (out / "results.jsonl").unlink()
+    assert main(["run", "tiny", "--params", "big", "-p", "n=4", "--params-dir", str(presets), "--notebooks",
+                 str(nb_dir), "--out", str(out), "--no-progress"]) == 0
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    value = next(r for r in rows if r["kind"] == "value")
+    assert value["value"] == 2.0 * (0 + 1 + 4 + 9)                         # n=4 ran, at the preset's scale
+    assert {r["kind"]: r["params"]["n"] for r in rows} == {"run": 4, "value": 4, "note": 4}
+    assert value["params_set"] == {"n": 4, "scale": 2.0}                    # what setup read
+    [line] = [x for x in (out / "REPORT.md").read_text().splitlines() if x.startswith("| tiny |")
+              and "n=" in x]
+    assert "| n=4, scale=2.0 |" in line and "given" not in line
+
+
+def test_p_wins_over_the_preset_on_the_same_key(nb_dir, tmp_path):
+    from perflab.runner.catalog import plan
+
+    presets = _preset(tmp_path)
+    [(_, _, params)] = plan(["tiny"], preset="big", overrides=["n=4"], nb_dir=nb_dir, p_dir=presets)
+    assert params == {"n": 4, "scale": 2}
+    [(_, _, params)] = plan(["tiny"], preset="big", nb_dir=nb_dir, p_dir=presets)
+    assert params == {"n": 5, "scale": 2}
+    [(_, _, params)] = plan(["tiny"], preset=str(presets / "big"), overrides=["scale=0.5", "label=yo"], nb_dir=nb_dir)
+    assert params == {"n": 5, "scale": 0.5, "label": "yo"}           # a preset given as a folder path, the same order
+
+
+def test_what_a_run_records_is_what_its_notebook_ran_with_a_preset_and_p(nb_dir, tmp_path, monkeypatch):
+    """The runner's path without a kernel: plan's parameters injected by papermill's own parameterize_notebook, the
+    cells executed in this process, as the kernel would. The rows record n=4 (-p over the preset's 5) and the value
+    is n=4's: a runner that records one dict and hands papermill another fails here, in the fast tier."""
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    from perflab.runner.catalog import plan
+    from perflab.runner.report import build
+
+    presets = _preset(tmp_path)
+    [(name, path, params)] = plan(["tiny"], preset="big", overrides=["n=4"], nb_dir=nb_dir, p_dir=presets)
+    nb = parameterize_notebook(load_notebook_node(str(path)), params, kernel_name="python3", language="python")
+    out = tmp_path / "out"
+    monkeypatch.setenv("PERFLAB_OUT", str(out))
+    monkeypatch.chdir(path.parent)
+    namespace: dict = {"In": []}                 # IPython's input history: setup reads papermill's injected cell there
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            namespace["In"].append(cell.source)
+            exec(compile(cell.source, f"<{name} cell>", "exec"), namespace)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    value = next(r for r in rows if r["kind"] == "value")
+    assert value["value"] == 2.0 * (0 + 1 + 4 + 9)
+    assert value["params"] == {"n": 4, "scale": 2.0, "label": "x", "out_dir": ""}
+    assert value["params_set"] == {"n": 4, "scale": 2.0}
+    assert "| n=4, scale=2.0 |" in build(out)
+
+
+def test_a_list_parameter_given_one_value_is_a_one_element_list(tmp_path):
+    """`-p slab_sweep=8` is [8] (02's slab sweep: one size), never the scalar 8; and on the preset's key, it wins."""
+    from perflab.kit.params import parse_assignment
+    from perflab.probe1d.params import SlabStatsParams
+    from perflab.runner.catalog import plan
+
+    assert parse_assignment("slab_sweep=8", SlabStatsParams) == ("slab_sweep", [8])
+    assert parse_assignment("slab_sweep=[8]", SlabStatsParams) == ("slab_sweep", [8])
+    assert parse_assignment("slab_sweep=8,32", SlabStatsParams) == ("slab_sweep", [8, 32])
+    [(_, _, params)] = plan(["02_slab_stats"], preset="gpu", overrides=["slab_sweep=8"])
+    assert params["slab_sweep"] == [8] and params["n_latents"] == 16384    # -p over the preset's [8, 32, 151]
 
 
 @pytest.mark.slow

@@ -61,6 +61,46 @@ def test_claims_side_by_side_from_each_sides_latest_judged_execution(tmp_path, c
     assert "## s: claims" in capsys.readouterr().out  # printed too
 
 
+def test_after_two_judged_runs_and_a_failed_one_compare_shows_the_last_judged_one(tmp_path):
+    """Issue 48: B judged twice ("does not hold", then "holds"), then failed: B's column is the second run's."""
+    _judged(tmp_path / "a", "ra", Measured(2.4, 2.3, 2.5), batch=64)
+    _judged(tmp_path / "b", "rb1", Measured(1.5, 1.4, 1.6), batch=64)
+    _judged(tmp_path / "b", "rb2", Measured(2.6, 2.5, 2.7), batch=64)
+    failed = ResultsLog(tmp_path / "b" / "results.jsonl", study="s", run_id="rb3", stamp={})
+    failed.append("run", status="started")
+    failed.append("run", status="failed", seconds=1.0, cell=3, cells=9, error="RuntimeError: no CUDA device")
+    claims = load_claims(tmp_path / "b")
+    assert claims["s"].run_id == "rb2" and claims["s"].earlier
+    assert [r.verdict for r in claims["s"].rows] == ["holds", "holds"]
+    md = to_markdown(compare(load(tmp_path / "a"), load(tmp_path / "b")), load(tmp_path / "a"), load(tmp_path / "b"),
+                     "a", "b", claims=(load_claims(tmp_path / "a"), claims))
+    assert "A: run ra; B: run rb2 (an earlier execution: the latest judged no claims)" in md
+    assert ("| 2x faster | >= 2x | **holds**: 2.40 [2.30, 2.50] against >= 2 "
+            "| **holds**: 2.60 [2.50, 2.70] against >= 2 |") in md
+    assert "rb1" not in md and "does not hold" not in md and "1.50" not in md
+
+
+def _timed(folder, median, p20, p80, n=5):
+    log = ResultsLog(folder / "results.jsonl", study="s", params={"batch": 64}, stamp={"device_name": "Some CPU"})
+    log.append("measurement", metric="step", label="step", sub_label="B=64", impl="optimized", median_s=median,
+               iqr_s=(p80 - p20) / 2, p20_s=p20, p80_s=p80, n=n)
+
+
+def test_compare_prints_the_conservative_range_of_b_over_a_from_real_spreads(tmp_path):
+    """p20 != p80 on both sides (the fixtures elsewhere hold them equal, where any pairing of them reads the same):
+    the range is B p20 / A p80 to B p80 / A p20, and 'within spread' exactly when it holds 1."""
+    _timed(tmp_path / "a", 0.040, 0.036, 0.050)
+    _timed(tmp_path / "b", 0.020, 0.018, 0.030)
+    _timed(tmp_path / "c", 0.045, 0.030, 0.060)
+    a, b, c = (load(tmp_path / x) for x in "abc")
+    md = to_markdown(compare(a, b), a, b, "a", "b")
+    # 0.018 / 0.050 = 0.36, 0.030 / 0.036 = 0.833; the ratio of medians 0.5
+    assert "| step / B=64 / optimized | 40.0 ms | 20.0 ms | 0.500 | 0.360-0.833 |" in md
+    md = to_markdown(compare(a, c), a, c, "a", "c")
+    # 0.030 / 0.050 = 0.6, 0.060 / 0.036 = 1.67: holds 1
+    assert "| step / B=64 / optimized | 40.0 ms | 45.0 ms | 1.12 | 0.600-1.67 (within spread) |" in md
+
+
 def test_an_old_log_without_claim_keys_pairs_by_the_claims_text(tmp_path):
     _judged(tmp_path / "a", "ra", Measured(2.4, 2.3, 2.5), batch=64)
     old = ResultsLog(tmp_path / "b" / "results.jsonl", study="s", run_id="rb", stamp={"device_name": "NVIDIA H100"})

@@ -10,6 +10,7 @@
   imported and `perflab new`, the study's tests, nbval, ruff, `perflab run` and `report` run there with no file of the
   repository in reach; each step timed and printed.
 """
+import importlib.util
 import io
 import json
 import os
@@ -130,9 +131,10 @@ def test_the_study_has_the_house_rooms_by_file_name_and_no_placeholder_left(stud
     files = set(_listing(study))
     assert {f"spmv/{room}.py" for room in ROOMS} <= files
     assert {"spmv.ipynb", "params/gpu/spmv.yaml", "tests/test_spmv.py", "README.md", ".gitignore"} <= files
-    for f in files:
-        if (study / f).is_file():
-            assert PLACEHOLDER not in (study / f).read_text(), f
+    written = [str(f).replace(PLACEHOLDER, "spmv") for f in template_files()] + [".gitignore"]
+    assert set(written) <= files
+    for f in written:   # what perflab new wrote (not what later tests leave there: bytecode, ruff's cache)
+        assert PLACEHOLDER not in (study / f).read_text(), f
     nb = json.loads((study / "spmv.ipynb").read_text())
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     # the house's order: imports (the claims among them) and the verdict card, parameters, setup (the card attached,
@@ -208,6 +210,34 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_the_studys_early_stop_is_tested_on_data_that_needs_many_iterations(study, tmp_path, monkeypatch):
+    """Issue 48: on its own blobs the worked example settles in one iteration, so a loop whose convergence test always
+    read 0 (stopping after one) passed every test. The study's own test now runs on `strung` data (tens of
+    iterations): run here, in this process, on the generated study, so that a template that stops too early fails
+    perflab's fast tier, not only the wheel's leg."""
+    d = tmp_path / "spmv"
+    shutil.copytree(study, d)                        # the shared study stays as written (no bytecode in it)
+    monkeypatch.syspath_prepend(str(d))              # the conftest forgets the package after the test
+    spec = importlib.util.spec_from_file_location("generated_test_spmv", d / "tests" / "test_spmv.py")
+    tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tests)
+    assert list(tests.IMPLS) == ["baseline", "optimized"]
+    for name in tests.IMPLS:
+        tests.test_stops_where_the_oracle_settles_on_data_that_needs_many_iterations(name, 400, 2, 6, 1)
+
+
+@pytest.mark.slow
+def test_the_studys_own_tests_pass(study, tmp_path):
+    """Its whole test file, as a user runs it (its conftest, its folder first on the path): in make test, not only in
+    make test-wheel, so that a template mistake any of them catches fails perflab's slow tier."""
+    d = tmp_path / "spmv"
+    shutil.copytree(study, d)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert " passed" in r.stdout and "failed" not in r.stdout
 
 
 def test_the_study_passes_ruff_with_its_own_settings(study):

@@ -187,6 +187,45 @@ def test_a_failed_run_keeps_the_last_judged_verdicts_in_view(tmp_path):
     assert "1 of them shown after their study's latest" in text
 
 
+def _judged_run(out, run_id, value, verdict, seconds=30.0):
+    log = _log(out, "s", run_id=run_id)
+    log.append("run", status="started")
+    log.claim("2x faster", claimed="2x", measured=f"{value}x", verdict=verdict, value=value, low=value - 0.1,
+              high=value + 0.1, at_least=2.0, rule=">= 2")
+    log.headline(f"2x faster: {value}x [{verdict}]")
+    log.append("run", status="ok", seconds=seconds, cell=None, cells=None, error="")
+
+
+def test_after_two_judged_runs_and_a_failed_one_the_report_shows_the_last_judged_one_never_an_older(tmp_path):
+    """Issue 48: one judged run then a failed one cannot tell the last judged run from the first; two can."""
+    _judged_run(tmp_path, "20261123-080000-aaaa", 1.5, "does not hold")
+    _judged_run(tmp_path, "20261123-090000-bbbb", 2.4, "holds")
+    failed = _log(tmp_path, "s", run_id="20261123-100000-cccc")
+    failed.append("run", status="started")
+    failed.append("run", status="failed", seconds=2.0, cell=3, cells=14, error="RuntimeError: no CUDA device")
+    text = build(tmp_path)
+    [row] = _table(_section(text, "Summary"))
+    assert row[:4] == ["s", "**failed**", "2x faster: 2.4x [holds] (earlier run 20261123-090000-bbbb)",
+                       "earlier run 20261123-090000-bbbb: 1 holds"]
+    assert row[6] == "20261123-100000-cccc"
+    earlier = _section(text, "s: earlier run 20261123-090000-bbbb, the latest that judged claims")
+    claims = _table(earlier.split("### Claims, measured\n", 1)[1].split("\n\n", 1)[0])
+    assert claims == [["2x faster", "2x", "2.4x", "2.40 [2.30, 2.50] against >= 2", "Some CPU", "**holds**"]]
+    assert "aaaa" not in text and "does not hold" not in text and "1.5" not in text   # the older run, nowhere
+    assert "2 earlier execution(s) of these studies left out (1 of them shown" in text
+    every = build(tmp_path, all_runs=True)           # --all: each run, its own verdict
+    assert "## s (run 20261123-080000-aaaa)" in every and "**does not hold**" in every and "**holds**" in every
+
+
+def test_the_latest_execution_shows_its_own_verdicts_when_it_judged_after_earlier_ones(tmp_path):
+    _judged_run(tmp_path, "20261123-080000-aaaa", 2.4, "holds")
+    _judged_run(tmp_path, "20261123-090000-bbbb", 1.5, "does not hold")
+    text = build(tmp_path)
+    [row] = _table(_section(text, "Summary"))
+    assert row[:4] == ["s", "ok", "2x faster: 1.5x [does not hold]", "1 does not hold"]
+    assert "earlier run" not in text and "aaaa" not in text
+
+
 def test_an_execution_without_status_rows_gets_a_status_from_what_it_left(tmp_path):
     _log(tmp_path, "judged").claim("fast", claimed="2x", measured="2.1x", verdict="holds")
     stopped = _log(tmp_path, "stopped")

@@ -34,23 +34,25 @@ def optimized(batches):
 
 @pytest.fixture(scope="module")
 def compiled(batches):
-    """A captured step compiled by inductor (the module's one compile), after one epoch over `batches`."""
+    """A captured step compiled by inductor (the module's one compile), after one epoch over `batches`: (trainer, its
+    log, the compiles, its weights after that epoch). The weights are a copy: a later test steps the same trainer on
+    (the launch count), and the epoch's result must not depend on whether it ran first (mutation/flakes.py found it)."""
     torch._dynamo.reset()
     tr = trainer(captured(Captured(SC, compile="default")), **KW)
     with count_compiles() as cc:
         log = tr.epoch(batches)
-    yield tr, log, cc
+    yield tr, log, cc, [p.detach().clone() for p in tr.model.parameters()]
     torch._dynamo.reset()
 
 
 def test_compiled_step_equals_the_optimized_step(compiled, optimized):
-    tr, log, cc = compiled
+    _, log, cc, weights = compiled
     assert cc.compiles == 1 and cc.recompiles == 0 and cc.graphs == 1  # forward to Adam: one graph
     opt_log, opt_model = optimized
     # inductor's fused kernels sum in another order than eager's, and the traced Adam computes its bias corrections
     # in float32 where the fused kernel uses doubles: rounding (~1e-7 relative per step), which Adam carries into
     # the weights; 1e-5 leaves room. Other dropout masks or noise differ by 1e-3 from the first step.
-    for p, q in zip(opt_model.parameters(), tr.model.parameters()):
+    for p, q in zip(opt_model.parameters(), weights, strict=True):
         torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
     for k in ("loss", "nll", "kl", "sep"):
         torch.testing.assert_close(torch.tensor(log.values[k]), torch.tensor(opt_log.values[k]), rtol=1e-5, atol=1e-5)
@@ -68,7 +70,7 @@ def test_eager_form_is_bit_identical_to_the_optimized_step(batches, optimized):
 
 
 def test_launches_baseline_vs_captured(batches, compiled):
-    tr, _, _ = compiled
+    tr, *_ = compiled
     steps = 4
     base, _ = count_step_launches(trainer(eager(baseline.step_config()), **KW), batches[:steps])
     cap, c = count_step_launches(tr, batches[:steps])
@@ -102,7 +104,7 @@ def test_no_host_sync_inside_the_step(batches):
 
 
 def test_a_batch_it_was_not_captured_for_is_refused(compiled, batches):
-    tr, _, _ = compiled
+    tr, *_ = compiled
     x, y = batches[0]
     step, before = tr.step, [p.detach().clone() for p in tr.model.parameters()]
     with count_compiles() as cc:

@@ -96,7 +96,9 @@ def test_the_decisions_are_what_the_claims_judge(monkeypatch, tmp_path):
     assert all(remaps.decisions[k].quantity == "ms per call" and remaps.decisions[k].value > 0 for k in REMAPS)
     rows = _judge(dataclasses.replace(f, remaps=remaps, **_split(got)), batch=8)
     assert [x.key for x in rows] == list(CLAIMS.keys)
-    assert all(x.rounds >= 1 for x in rows if x.key in SAVINGS), [(x.key, x.rounds, x.measured) for x in rows if x.key in SAVINGS]
+    # each row carries its decision's rounds (how many fit in 0.05 s is the machine's load's to say: under a load of
+    # 10 on two cores none did, and this test failed alone, in any order)
+    assert all(x.rounds == got[x.key].rounds for x in rows if x.key in SAVINGS), [(x.key, x.rounds) for x in rows]
 
 
 def _split(decisions: dict) -> dict:

@@ -99,10 +99,16 @@ def load_squad(path: str | Path, *, limit: int | None = None) -> list[QAExample]
     one example per question with at least one answer (SQuAD 2.0's unanswerable ones are skipped),
     taking its first answer."""
     path = Path(path)
+    raw = path.read_bytes()
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8-sig")   # a byte-order mark (Windows editors write one) is not JSON: dropped
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 (byte 0x{raw[e.start]:02x}); expected SQuAD's UTF-8 JSON") from None
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
+        raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
         raise ValueError(f"{path}: not SQuAD format: expected a top-level object with a 'data' list")
     out = []
@@ -115,12 +121,29 @@ def load_squad(path: str | Path, *, limit: int | None = None) -> list[QAExample]
                 answers = qa.get("answers") or []
                 if qa.get("is_impossible") or not answers:
                     continue
-                a = answers[0]
-                out.append(QAExample(context, qa["question"], a["text"], int(a.get("answer_start", -1)),
-                                     str(qa.get("id", len(out)))))
+                out.append(_example(path, article, context, qa, len(out)))
                 if limit is not None and len(out) >= limit:
                     return out
     return out
+
+
+def _example(path: Path, article: dict, context: str, qa: dict, n: int) -> QAExample:
+    """One question's example (its first answer), or a ValueError naming the file, the question and what is missing."""
+    a = qa["answers"][0]
+    where = f"{path}: question {qa.get('id', n)!r} of {article.get('title', '?')!r}"
+    if not isinstance(qa.get("question"), str):
+        raise ValueError(f"{where} has no 'question' string")
+    if not isinstance(a, dict) or not isinstance(a.get("text"), str):
+        raise ValueError(f"{where}: its first answer has no 'text' string")
+    raw = a.get("answer_start", -1)
+    try:                                # an int, or its text ("49"); a fraction or a word is no offset
+        start = int(raw)
+        ok = not isinstance(raw, bool) and float(raw) == start
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{where}: answer_start {raw!r} is not a character offset (an integer)")
+    return QAExample(context, qa["question"], a["text"], start, str(qa.get("id", n)))
 
 
 def save_squad(examples: list[QAExample], path: str | Path, *, title: str = "perflab.latentwire") -> Path:

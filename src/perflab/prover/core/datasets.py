@@ -6,8 +6,10 @@
     bench = load_benchmark("umls", MiningConfig(min_confidence=0.3))   # the same, with names and mining stats
 
 Benchmarks are folders of train.txt / valid.txt / test.txt, one `head<TAB>relation<TAB>tail` per line (the
-format PyKEEN and most link-prediction code ship). The three in `benchmarks/` are vendored from the PyKEEN
-wheel (see benchmarks/SOURCE.md: origin, licence, sha256); nothing is downloaded. A graph built from them has
+format PyKEEN and most link-prediction code ship), UTF-8 (a byte-order mark dropped), any line ends (\\n, \\r\\n, \\r),
+blank lines skipped; the three splits disjoint (a triple in two is a leak: refused, naming both). The three in
+`benchmarks/` are vendored from the PyKEEN wheel (see benchmarks/SOURCE.md: origin, licence, sha256); nothing is
+downloaded. A graph built from them has
     facts            the train split (the knowledge base the prover reads)
     queries          {"valid": ..., "test": ...} (valid is what `data.training_queries` trains the policy on;
                      test is only evaluated)
@@ -29,7 +31,7 @@ from pathlib import Path
 import torch
 
 from ...kit.paths import user_path
-from .kg import KGFormatError, KnowledgeGraph
+from .kg import KGFormatError, KnowledgeGraph, text_lines
 from .mining import MiningConfig, MiningResult, mine_rules, rules_text, with_rules
 
 BENCHMARKS = ("kinship", "nations", "umls")
@@ -67,14 +69,14 @@ def read_triples(path: str | Path) -> list[tuple[str, str, str]]:
 def _read_numbered(path: Path) -> list[tuple[tuple[str, str, str], int]]:
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")            # a byte-order mark is not part of a name
+        text = raw.decode("utf-8")                      # a byte-order mark: dropped by text_lines
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         raise KGFormatError(f"{path}:{line}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {col}); "
                             "expected UTF-8 text, one head<TAB>relation<TAB>tail per line") from None
     out = []
-    for i, line in enumerate(text.splitlines(), start=1):
+    for i, line in enumerate(text_lines(text), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -118,14 +120,29 @@ def _split_text(numbered, file: Path, known_relations: set | None) -> str:
     return "".join(lines)
 
 
+def _check_disjoint(triples: dict, d: Path) -> None:
+    """A triple in two splits is a leak (a test triple among the training facts is proved by looking it up, and its
+    rank says nothing of the rules): refused, naming both places. A triple repeated within one split is kept."""
+    first: dict = {}
+    for split in SPLIT_FILES:
+        for t, i in triples.get(split, []):
+            other = first.setdefault(t, (split, i))
+            if other[0] != split:
+                raise KGFormatError(f"{d / SPLIT_FILES[split]}:{i}: {' '.join(t)!r} is also in "
+                                    f"{SPLIT_FILES[other[0]]} (line {other[1]}): the splits must be disjoint (a "
+                                    f"{split} triple seen in {other[0]} is a leak); remove it from one of them")
+
+
 def load_tsv_folder(directory: str | Path, rules: bool | MiningConfig = True, device="cpu",
                     name: str | None = None) -> Benchmark:
-    """A folder of train.txt (required), valid.txt and test.txt in the TSV format (module doc). rules=True
-    mines with the default MiningConfig, a MiningConfig mines with it, False leaves the graph without rules."""
+    """A folder of train.txt (required), valid.txt and test.txt in the TSV format (module doc), the three disjoint.
+    rules=True mines with the default MiningConfig, a MiningConfig mines with it, False leaves the graph without
+    rules."""
     d = Path(directory)
     if not (d / "train.txt").is_file():
         raise FileNotFoundError(f"{d}: no train.txt (expected train.txt, valid.txt, test.txt: head<TAB>relation<TAB>tail)")
     triples = {s: _read_numbered(d / f) for s, f in SPLIT_FILES.items() if (d / f).is_file()}
+    _check_disjoint(triples, d)
     relations = {r for (_, r, _), _ in triples["train"]}
     facts = _split_text(triples["train"], d / "train.txt", None)
     queries = {s: _split_text(triples[s], d / SPLIT_FILES[s], relations) for s in ("valid", "test") if s in triples}

@@ -5,7 +5,8 @@ A directory holds
     rules.txt   head(X,Y) :- b1(X,Z), b2(Z,Y).  bodies of 1 or 2 atoms; names starting upper-case (or _)
                 are variables; an optional leading weight (`0.9 head(...) :- ...` or `0.9::head...`) is ignored
     test.txt / valid.txt / train_queries.txt   queries, in the facts format
-Blank lines and lines starting with % or # are skipped. Every error names the file and line.
+Blank lines and lines starting with % or # are skipped. UTF-8, a byte-order mark dropped; lines end in \\n, \\r\\n or \\r
+(`text_lines`), the last one with or without. Every error names the file and line.
 
 Ids (shared by the tensor engine, the reference and the policy):
     predicates  0 padding, 1 <true>, 2 <false>, 3 <end>, 4.. the graph's predicates
@@ -175,7 +176,8 @@ class KnowledgeGraph:
 # ---- parsing ---------------------------------------------------------------------------------
 
 def read_text(path: Path) -> str:
-    """A file's text as UTF-8; a file that is not raises KGFormatError naming the file, line and column."""
+    """A file's text as UTF-8 (a byte-order mark kept: `text_lines` drops it); a file that is not raises KGFormatError
+    naming the file, line and column."""
     data = Path(path).read_bytes()
     try:
         return data.decode("utf-8")
@@ -201,8 +203,19 @@ def _is_var(term: str) -> bool:
     return term[:1].isupper() or term[:1] == "_"
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def text_lines(text: str) -> list[str]:
+    """A file's lines as an editor numbers them: cut at \\n, \\r\\n or \\r only (str.splitlines also cuts at a
+    form feed, \\x1c-\\x1e, \\x85 and U+2028/9, which can sit inside a name: a triple cut in two, and every later
+    line misnumbered), a last line without its newline kept, a leading byte-order mark dropped."""
+    lines = _NEWLINE.split(text.removeprefix("\ufeff"))
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def _lines(text: str):
-    for i, raw in enumerate(text.splitlines(), start=1):
+    for i, raw in enumerate(text_lines(text), start=1):
         line = raw.strip()
         if line and not line.startswith(("%", "#")):
             yield i, line

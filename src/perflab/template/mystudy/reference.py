@@ -25,3 +25,15 @@ def kmeans(points: torch.Tensor, centroids: torch.Tensor, iters: int) -> tuple[t
     for _ in range(iters):
         c, assign = lloyd_step(points, c)
     return c, assign
+
+
+def iterations_to_settle(points: torch.Tensor, centroids: torch.Tensor, tol: float, iters: int) -> int:
+    """How many Lloyd steps from `centroids` (at most `iters`) until a step moves the centroids less than `tol` (the
+    norm of the change, that step included): where a version called with that `tol` stops."""
+    c = centroids
+    for i in range(1, iters + 1):
+        new, _ = lloyd_step(points, c)
+        moved, c = (new - c.double().cpu()).norm().item(), new
+        if moved < tol:
+            return i
+    return iters
