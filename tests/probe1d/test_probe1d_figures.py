@@ -1,6 +1,7 @@
 """Notebooks 01's and 02's figures on findings of known values: each version in the study's colour, the judged value
 written where a figure shows what a claim judges (and the same number the card shows), the legend saying what is
 drawn, a share's interval never below 0; and 02's figure without a judged speed claim (a GPU preset's smoke run)."""
+import math
 import types
 
 import matplotlib
@@ -111,3 +112,15 @@ def test_the_iteration_figure_without_a_judged_speed_claim_draws_the_devices_tar
     texts = _texts(figures.iteration_figure(_run(gpu, "cuda"), found))
     assert "target >= 100x (gpu_100x)" in texts
     assert not any(t.startswith("judged at the default size") for t in texts)
+
+
+def test_the_iteration_figure_draws_an_unbounded_interval_and_prints_it():
+    """Under load a few paired rounds can leave Fieller's interval open ([2.1, inf]): drawn to the axis' reach (the
+    limits were NaN and the cell failed), printed as it is."""
+    decisions = {"cpu_10x": _d(2.8, 2.1, float("inf"), claims.SLAB_CLAIMS["cpu_10x"]),
+                 "floor_3x": _d(27.3, 25.4, float("inf"), claims.FLOOR_CLAIM)}
+    fig = figures.iteration_figure(_run(SlabStatsParams()), _slab_found(decisions))
+    fig.canvas.draw()
+    texts = _texts(fig)
+    assert "2.80x [2.10, inf]" in texts and "judged: 27.3x [25.4, inf] the floor" in texts
+    assert all(math.isfinite(v) for ax in fig.axes for v in ax.get_ylim())

@@ -8,6 +8,8 @@ value written where it shows a quantity a claim judges.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..kit.bench import summary
@@ -130,7 +132,8 @@ def iteration_figure(run, found):
     at = x._nnz() * y.shape[1]
     if d is not None:
         base = 1e3 * fl["floor_s"]
-        top.errorbar([at], [base * d.value], yerr=[[base * (d.value - d.low)], [base * (d.high - d.value)]], fmt="D",
+        lo, hi = _drawn_ends(d, floor_ms + [1e3 * summary(r[k])["median_s"] for r in rows for k in IMPLS])
+        top.errorbar([at], [base * d.value], yerr=[[base * (d.value - lo)], [base * (hi - d.value)]], fmt="D",
                      color="black", ms=5, capsize=3, zorder=5)
         top.annotate(f"judged: {value_text(d.value, d.low, d.high, 'x')} the floor", (at, base * d.value),
                      xytext=(8, -14), textcoords="offset points", fontsize=8)
@@ -165,19 +168,30 @@ def _speedup_panel(ax, rows, found, at: float, device_type: str) -> None:
     ax.axhline(target.at_least, color="black", lw=1.2)
     ax.annotate(f"target >= {num(target.at_least)}x ({target.key})", (0.99, target.at_least), xytext=(0, -11),
                 xycoords=("axes fraction", "data"), textcoords="offset points", fontsize=8, ha="right")
+    ends = [target.at_least] + [e for r in rows for e in (r["low"], r["high"])]
     if judged is not None:
         d = judged[1]
-        ax.errorbar([at], [d.value], yerr=[[d.value - d.low], [d.high - d.value]], fmt="D", color="black", ms=6,
+        lo, hi = _drawn_ends(d, ends)
+        ax.errorbar([at], [d.value], yerr=[[d.value - lo], [hi - d.value]], fmt="D", color="black", ms=6,
                     capsize=4, zorder=5, label=f"judged at the default size: paired rounds, {d.confidence:.0%} interval")
-        ax.annotate(value_text(d.value, d.low, d.high, "x"), (at, d.high), xytext=(0, 5), textcoords="offset points",
+        ax.annotate(value_text(d.value, d.low, d.high, "x"), (at, hi), xytext=(0, 5), textcoords="offset points",
                     ha="center", fontsize=8, fontweight="bold")
-    lows = [r["low"] for r in rows] + ([judged[1].low] if judged else []) + [target.at_least]
-    highs = [r["high"] for r in rows] + ([judged[1].high] if judged else []) + [target.at_least]
-    span = max(highs) - min(lows)
+        ends += [lo, hi]
+    lows, highs = [e for e in ends if math.isfinite(e)], [e for e in ends if math.isfinite(e)]
+    span = max(highs) - min(lows) or 1.0
     ax.set_ylim(max(0.0, min(lows) - 0.12 * span), max(highs) + 0.5 * span)  # room above for the legend
     ax.set_ylabel("baseline / optimized\nper LM iteration (x)")
     ax.legend(fontsize=7, loc="upper left", frameon=False)
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _drawn_ends(d, others) -> tuple[float, float]:
+    """A decision's interval as drawn: an end that is unbounded (too few rounds under load: Fieller's interval opens)
+    stops at 4x the farthest finite mark beside it, or at 0 below; its label still prints it ('inf')."""
+    finite = [v for v in [d.value, d.low, d.high, *others] if math.isfinite(v) and v > 0]
+    lo = d.low if math.isfinite(d.low) and d.low > 0 else min(finite) / 4
+    hi = d.high if math.isfinite(d.high) else max(finite) * 4
+    return lo, hi
 
 
 def slab_figure(run, grid):
