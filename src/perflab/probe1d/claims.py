@@ -115,8 +115,8 @@ SLAB_CLAIMS = Claims(
           "numerical issues that trigger fallbacks?", "open question", at_least=1, unit="", source=SEED,
           measured_by="benchmarks.whole_fits", metric="fallbacks not at a zero gradient that float64 sums remove, counted"),
     Claim("qx", "Can we derive qx from statistics that reuse existing sums without extra passes?",
-          "open question", at_least=1, fixed=True, unit="", source=SEED, measured_by="checks.solver_checks",
-          metric="1 when qx from the plan's product equals the separate pass"),
+          "open question", at_least=1, fixed=True, unit="bool", source=SEED, measured_by="checks.solver_checks",
+          metric="whether qx from the plan's product equals the separate pass (1e-6)"),
     headline="cpu_10x", params=SlabStatsParams)
 QX_CHECK = "qx from the plan's product equals the baseline's separate pass (1e-6)"  # the check qx reads (checks.py)
 SPEED_CLAIMS = tuple(SLAB_CLAIMS[k] for k in ("cpu_10x", "gpu_100x", "job_18h"))  # decide_speedup, each its rule

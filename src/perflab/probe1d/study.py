@@ -389,10 +389,11 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
                               f"converged float32 {100 * f32['frozen_share']:.3g}%, float64 "
                               f"{100 * f64['frozen_share']:.3g}%")
     qx = next(c for c in found.checks if c.name == QX_CHECK)
-    out["qx"] = Evidence(Measured.exact(1.0 if qx.passed else 0.0),
-                         ("1: " if qx.passed else "0: ") + "qx comes out of the plan's one sparse product (with the "
-                         "label sums); " + ("equal to the separate pass (1e-6)" if qx.passed else
-                                            "NOT equal to the separate pass"))
+    got_qx = 1.0 if qx.passed else 0.0
+    out["qx"] = Evidence(Measured.exact(got_qx), f"{value_text(got_qx, got_qx, got_qx, 'bool')}: qx comes out of the "
+                         "plan's one sparse product (with the label sums); " + ("equal to the separate pass (1e-6)"
+                                                                                 if qx.passed else "NOT equal to the "
+                                                                                 "separate pass"))
     return out
 
 
