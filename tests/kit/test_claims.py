@@ -238,6 +238,16 @@ def test_judged_text_needs_a_value_and_a_rule_and_says_rounds_and_note():
     assert judged_text(row) == "2.50 [2.00, 3.00] against >= 2 (99% interval; 12 rounds; 0.50 s); budget spent"
 
 
+def test_judged_text_writes_the_numbers_in_the_claims_unit_as_the_rule_is():
+    """A share is kept as a fraction: judged, it reads in percent beside its rule ('>= 66.6%'), not '0.817 against >= 66.6%'."""
+    share = {"value": 0.817, "low": 0.779, "high": 0.855, "rule": ">= 66.6%", "unit": "%"}
+    assert judged_text(share) == "81.7% [77.9, 85.5] against >= 66.6%"
+    assert judged_text({"value": 0.238, "low": 0.238, "high": 0.238, "rule": "<= 40%", "unit": "%"}) == \
+        "23.8% (exact) against <= 40%"
+    assert judged_text({"value": 13.6, "low": 12.7, "high": 14.6, "rule": ">= 10x", "unit": "x"}) == \
+        "13.6x [12.7, 14.6] against >= 10x"
+
+
 def _marks(ax):
     """An axis' lines as (marker, x data, colour, line style, line width)."""
     import matplotlib.colors as mc

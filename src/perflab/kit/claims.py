@@ -28,7 +28,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from .formatting import num, num_interval, value_text, with_unit
+from .formatting import num, value_text, with_unit
 from .verdicts import Decision, Measured, judge
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -441,8 +441,9 @@ def judged_text(row: Mapping) -> str:
     row = as_row(row)
     if "value" not in row or "rule" not in row:
         return ""
-    exact = row["low"] == row["high"]
-    numbers = f"{num(row['value'])} (exact)" if exact else num_interval(row["value"], row["low"], row["high"])
+    exact, unit = row["low"] == row["high"], row.unit  # in the claim's unit, as the card and the rule write it
+    numbers = (f"{with_unit(row['value'], unit)} (exact)" if exact else
+               value_text(row["value"], row["low"], row["high"], unit))
     what = row.get("how") or f"{row.get('rounds')} rounds"
     how = (f" ({row['confidence']:.0%} interval; {what}; {row['seconds']:.2f} s)"
            if all(isinstance(row.get(k), (int, float)) for k in ("confidence", "rounds", "seconds")) else "")

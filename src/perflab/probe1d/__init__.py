@@ -11,10 +11,14 @@ against what floor).
     baseline.py   Sparse1DProbe with the seed's solver, reproduced (BaselineSolver)
     optimized.py  Sparse1DProbe with the rework (OptimizedSolver); its parts: plan, kernels, evaluate
     config.py     ProbeConfig (the solver's settings, either version) and the LM constants
-    checks.py     the notebooks' correctness checks
-    claims.py     PROFILE_CLAIMS (01) and SLAB_CLAIMS (02): the seed's claims and the issue's targets, as data
-    study.py      their measurements, profile_evidence(run, ...) and evidence(run, ...) for the two claim tables,
-                  and IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": ...}
+    checks.py     the notebooks' correctness checks (and 02's first compiled fit)
+    claims.py     PROFILE_CLAIMS (01) and SLAB_CLAIMS (02): the seed's claims and the issue's targets, as data, each
+                  with its unit and the function that measures it (measured_by)
+    study.py      IMPLS = {"baseline": baseline.Sparse1DProbe, "optimized": ...}, one LM iteration as a timed
+                  callable, the floor, the paired rounds of 02's timed claims, 02's Findings and evidence(run, found)
+    profiles.py   01's measurements (profiles, shares, fallbacks, host syncs), its Findings and evidence(run, found)
+    benchmarks.py 02's tables: the size sweep, whole fits, the job extrapolated, eager against compiled, slab widths
+    figures.py    both notebooks' figures, in the study's colours (the cards' figures and 02's slab sweep)
 
 `perflab.probe1d.Sparse1DProbe` is the optimized version; the baseline is `study.IMPLS["baseline"]`.
 """

@@ -1,14 +1,24 @@
-"""The notebooks' measurements: profiles of a fit (01), one LM iteration as a timed callable, sweeps and
-side-by-side timings, whole fits, the floor of an iteration, and the paired rounds that decide the timed claims (02).
+"""Notebook 02's study: the versions, one LM iteration as a timed callable, the floor, the paired rounds that decide
+the timed claims, the findings the notebook fills in, and the claims' evidence. In the notebook's order
+(`checks`: the correctness cells; `benchmarks`: the sweeps and fits of the tables; `figures`: the figures):
 
-"One LM iteration" means: every (latent, class) coordinate advanced by one LM iteration, i.e. for the
-baseline one iteration of every class slab, for the optimized solver one iteration of every class pass,
-from a fresh start (all coordinates active: the most work an iteration ever does).
+    found = study.Findings(source=study.inputs(run))          the data (generated or yours), cut to each size
+    found.compiled = checks.compile_first(run)                the first compiled fit, its compile timed apart
+    found.checks = report_checks(run, checks.slab_checks(run, found.compiled))
+    found.floor = study.the_floor(run, found)                 the floor of one LM iteration at the default size
+    found.decisions = study.decide_claims(run, found)         the timed claims, in paired rounds
+    found.sweep = benchmarks.size_sweep(run, found)           seconds per LM iteration as sizes grow
+    found.fits = benchmarks.whole_fits(run, found)            whole fits: freezing, float32 against float64 sums
+    rows = card.judge(study.evidence(run, found))             every claim, from `found` alone
 
-Every timing for the tables and plots is a `torch.utils.benchmark` Measurement (medians with spread); what is
-compared is timed side by side in one run (`measure_iterations`, `time_fits`), so a machine whose speed drifts slows
-both. A claim's verdict comes from paired rounds instead (`decide_iteration_speedup`, `decide_floor`: the kit's
-`decide_speedup`: the ratio of mean times, a 99% interval and sequential stopping within a time budget).
+"One LM iteration" means: every (latent, class) coordinate advanced by one LM iteration, i.e. for the baseline one
+iteration of every class slab, for the optimized solver one iteration of every class pass, from a fresh start (all
+coordinates active: the most work an iteration ever does).
+
+A claim's verdict comes from paired rounds (`decide_iteration_speedup`, `decide_floor`: the kit's `decide_speedup`,
+the ratio of mean times, a 99% interval, sequential stopping within a time budget); the tables' and figures' timings
+are `torch.utils.benchmark` Measurements taken side by side (`benchmarks`), shown as context ("indicative") beside
+the judged number where they compare the same thing.
 
 IMPLS names the versions (each `Sparse1DProbe`, same arguments; `perflab.kit.versions.Versions`): the one place that
 does. Where a parameter names a version ("baseline", "optimized"), `IMPLS[name]` looks it up (an unknown name is
@@ -17,29 +27,21 @@ refused with the names there are).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-import math
-import time
 import warnings
 
 import torch
 
-from ..kit.bench import fmt, fmt_seconds, from_times, measure, measure_interleaved, speedup, speedup_range
+from ..kit.bench import measure
+from ..kit.claims import Evidence, verdict_text
 from ..kit.env import pick_device
-from ..kit.formatting import num, num_interval
+from ..kit.formatting import fmt_seconds, num, value_text
 from ..kit.verdicts import Decision, Measured
-from ..kit.versions import Grid, GridResult, Part, Variant, Versions
+from ..kit.versions import GridResult, Part, Variant, Versions
 from . import baseline, optimized
-from .claims import (
-    FLOOR_CLAIM,
-    GPU_MECHANISM,
-    PROFILE_CLAIMS,
-    SEED_BREAKDOWN,
-    SEED_JOB,
-    SEED_SHARES,
-    SHARE_CONFIDENCE,
-    SPEED_CLAIMS,
-)
+from .claims import FLOOR_CLAIM, QX_CHECK, SEED_JOB, SLAB_CLAIMS, SPEED_CLAIMS, slab_headline
+from .data import DataSource
 from .probe import Sparse1DProbeBase
 
 IMPLS = Versions({"baseline": baseline.Sparse1DProbe, "optimized": optimized.Sparse1DProbe})  # the baseline first
@@ -72,50 +74,112 @@ def compile_label(compile: str, backend: str = "inductor") -> str:
     return "eager" if compile == "off" else f"compiled ({compile}, {backend})"
 
 
-# ---- notebook 01: profiles --------------------------------------------------------------------------------
+# ---- the findings, and what the notebook's cells call ----------------------------------------------------------
 
-def profile_fit(impl: str, x, y, *, hook_and_debug: bool = False, out_dir=None, name: str = "", interval: float,
-                **solver_kw):
-    """A whole fit under pyinstrument (perflab.kit.profiling.profile), optionally with an iteration hook and
-    debug logging on (the seed's second profile). -> (Profile, hook calls)"""
-    from ..kit.profiling import profile
+@dataclasses.dataclass
+class Findings:
+    """What notebook 02 measures, one field per measuring function, filled in as it runs: `evidence` reads it, so a
+    claim is judged on the very numbers the cells above it showed."""
+    source: DataSource | None = None    # the data, cut to each size (inputs)
+    compiled: dict | None = None        # the first compiled fit: seconds, graphs, the probe (checks.compile_first)
+    checks: list | None = None          # the correctness checks as reported (checks.slab_checks)
+    floor: dict | None = None           # the floor of one LM iteration at the default size (the_floor)
+    decisions: dict | None = None       # {claim key: Decision}: the timed claims (decide_claims)
+    sweep: list | None = None           # one row per size: both versions' Measurements (benchmarks.size_sweep)
+    fits: dict | None = None            # {name: fit_summary} of the whole fits (benchmarks.whole_fits)
+    modes: dict | None = None           # eager and compiled side by side, with their tile sums (benchmarks.modes)
+    slabs: GridResult | None = None     # classes per slab or pass (benchmarks.slabs)
 
-    seen: list = []
-    probe = IMPLS[impl](iteration_hook=seen.append if hook_and_debug else None, **solver_kw)
-    with debug_logging(hook_and_debug):
-        prof = profile(lambda: quiet_fit(probe, x, y), out_dir=out_dir, name=name or f"fit_{impl}", interval=interval)
-    return prof, len(seen)
-
-
-def hook_cost(impl: str, x, y, **solver_kw) -> dict:
-    """A fit with an iteration hook and debug logging on, timed against the plain fit side by side.
-    -> {"ratio": hooked / plain (medians), "low", "high": its p20/p80 range, "plain", "hooked": Measurements}"""
-    fns = {}
-    for hooked in (False, True):
-        probe = IMPLS[impl](iteration_hook=(lambda info: None) if hooked else None, **solver_kw)
-
-        def fit(probe=probe, hooked=hooked):
-            with debug_logging(hooked):
-                quiet_fit(probe, x, y)
-        fns["hook + debug" if hooked else "plain"] = fit
-    ms = measure_interleaved(fns, label="fit", sub_labels={k: impl for k in fns}, descriptions={k: k for k in fns},
-                             min_run_time=0.5, max_run_time=1.5, device=solver_kw.get("device"))
-    lo, hi = speedup_range(ms["plain"], ms["hook + debug"])
-    return dict(ratio=1 / speedup(ms["plain"], ms["hook + debug"]), low=1 / hi, high=1 / lo,
-                plain=ms["plain"], hooked=ms["hook + debug"])
+    def data(self, cfg) -> tuple[torch.Tensor, torch.Tensor]:
+        """(x, y) at the default size (the first rows and classes of your files, where smaller)."""
+        return self.source.get(cfg.n_rows, cfg.n_classes)
 
 
-def syncs_per_iteration(impl: str, x, y, **config):
-    """Host syncs (perflab.kit.syncs counter) of one LM iteration over every class, after setup."""
-    from ..kit.syncs import count_host_syncs
-
-    _, one_iteration, _ = iteration_callable(IMPLS.variant(impl, **config), x, y)
-    with count_host_syncs(pick_device(config.get("device") or "auto")) as syncs:
-        one_iteration()
-    return syncs
+def optimized_knobs(cfg) -> dict:
+    """The optimized solver's keywords in this run: the memory budget and the compile setting."""
+    return dict(memory_budget_mb=cfg.memory_budget_mb, compile=cfg.compile, backend=cfg.backend)
 
 
-# ---- notebook 02: one LM iteration, timed ------------------------------------------------------------------
+def pair(cfg) -> dict[str, Variant]:
+    """The two versions every comparison of 02 times: the baseline (on its first `baseline_slabs` slabs where set)
+    and the optimized solver as this run compiles it."""
+    return {"baseline": IMPLS.variant("baseline", baseline_slabs=cfg.baseline_slabs),
+            "optimized": IMPLS.variant("optimized", **optimized_knobs(cfg))}
+
+
+def inputs(run) -> DataSource:
+    """The notebook's data (generated, or your files cut to each size), printed with the optimized solver's mode."""
+    cfg = run.cfg
+    source = DataSource(run.device, cfg.n_latents, cfg.l0, cfg.seed, cfg.activations, cfg.labels)
+    print(f"{source.kind} data; optimized solver {compile_label(cfg.compile, cfg.backend)}")
+    return source
+
+
+def size_text(x, y) -> str:
+    return f"{x.shape[0]} rows x {y.shape[1]} classes"
+
+
+def the_floor(run, found: Findings) -> dict:
+    """The floor of one LM iteration at the default size (`measure_floor`: this device's copy bandwidth and sigmoid
+    throughput, measured), logged and printed. -> measure_floor's dict"""
+    cfg = run.cfg
+    x, y = found.data(cfg)
+    floor = measure_floor(x._nnz(), x.shape[1], y.shape[1], device=run.device, min_run_time=cfg.min_run_time,
+                          max_run_time=cfg.max_run_time)
+    run.log.value("copy bandwidth", floor["bandwidth"] / 1e9, unit="GB/s")
+    run.log.value("sigmoid throughput", floor["sigmoid_rate"] / 1e9, unit="G/s")
+    run.log.value("LM iteration floor", floor["floor_s"], unit="s", bound=floor["bound"], low=floor["low"],
+                  high=floor["high"])
+    print(floor_sentence(floor, x, y))
+    return floor
+
+
+def floor_sentence(floor: dict, x, y) -> str:
+    """'the floor of one LM iteration at 4096 rows x 32 classes: 4.21 M sigmoids at 2.43 G/s = 1.73 ms ...'"""
+    return (f"the floor of one LM iteration at {size_text(x, y)}: {floor['sigmoids'] / 1e6:.3g} M sigmoids at "
+            f"{floor['sigmoid_rate'] / 1e9:.3g} G/s = {fmt_seconds(floor['t_sigmoid'])}; {floor['bytes'] / 1e6:.3g} MB "
+            f"at {floor['bandwidth'] / 1e9:.3g} GB/s = {fmt_seconds(floor['t_bytes'])}: bound by {floor['bound']}, "
+            f"{fmt_seconds(floor['floor_s'])} (p20-p80 of the two rates: {fmt_seconds(floor['low'])} to "
+            f"{fmt_seconds(floor['high'])})")
+
+
+def decide_claims(run, found: Findings) -> dict[str, Decision]:
+    """The timed claims at the default size (`decide_slab_claims`: paired rounds of at most `verdict_time` seconds
+    each), each printed as the card will show it. -> {claim key: Decision}"""
+    x, y = found.data(run.cfg)
+    decisions = decide_slab_claims(x, y, pair(run.cfg), found.floor, cfg=run.cfg, device=run.device)
+    for key, d in decisions.items():
+        what = "the floor" if key == FLOOR_CLAIM.key else "baseline / optimized"
+        print(f"{key}: {value_text(d.value, d.low, d.high, SLAB_CLAIMS[key].unit)} {what}, per LM iteration at "
+              f"{size_text(x, y)} ({d.how}; {d.seconds:.3g} s)")
+    return decisions
+
+
+def judged_speedup(found: Findings) -> tuple[str, Decision] | None:
+    """The speed claim decided in this run, as (key, Decision): the one its figure and tables show at the default
+    size; None where none was (another setup than either target's)."""
+    return next(((c.key, found.decisions[c.key]) for c in SPEED_CLAIMS[:2] if c.key in (found.decisions or {})), None)
+
+
+def default_row(found: Findings, cfg) -> dict:
+    """The size sweep's row at the default size (`benchmarks.size_sweep` measures it whether or not a sweep holds it)."""
+    x, y = found.data(cfg)
+    return next(r for r in found.sweep if (r["n_rows"], r["n_classes"]) == (x.shape[0], y.shape[1]))
+
+
+def job_hours(found: Findings, cfg) -> dict[str, float]:
+    """The seed's job (nnz x classes x iterations) in hours at each version's cost per (event, class) pair at the
+    default size (the size sweep's medians: indicative, not judged)."""
+    row = default_row(found, cfg)
+    return {impl: extrapolate_job(row[impl].median / row["pair_events"]) for impl in ("baseline", "optimized")}
+
+
+def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> float:
+    """Hours for the seed's whole job (nnz x classes x iterations) at a measured cost per (event, class)."""
+    return seconds_per_pair_event * job["nnz"] * job["n_classes"] * job["max_iter"] / 3600.0
+
+
+# ---- one LM iteration, timed ---------------------------------------------------------------------------------
 
 def iteration_callable(v: Variant, x, y, device=None):
     """(setup, one_iteration, scale) of variant `v` (a version of IMPLS with its solver's keywords as knobs; the
@@ -148,129 +212,17 @@ def iteration_part(v: Variant, x, y, device=None):
     return Part(fn, scale) if scale != 1.0 else fn
 
 
-def measure_iterations(variants: dict[str, Variant], x, y, *, label: str, sub_label: str, min_run_time: float,
-                       max_run_time: float, rounds: int = 3, device=None, extra: dict | None = None) -> dict:
-    """One LM iteration of each variant ({key: Variant}, see iteration_part; a baseline's knobs may hold
-    baseline_slabs) and any `extra` callables ({key: fn}), timed side by side in `rounds` rounds
-    (perflab.kit.bench.measure_interleaved): a machine whose speed drifts slows them alike, so their ratios
-    hold. The optimized plans are built before timing. -> {key: Measurement}, baselines scaled to all slabs (a
-    `Part`)."""
-    fns = {key: iteration_part(v, x, y, device=device) for key, v in variants.items()}
-    fns.update(extra or {})
-    ms = measure_interleaved(fns, label=label, rounds=rounds, sub_labels={k: sub_label for k in fns},
-                             descriptions={k: k for k in fns}, min_run_time=min_run_time, max_run_time=max_run_time,
-                             device=device)
-    return ms
+def syncs_per_iteration(impl: str, x, y, **config):
+    """Host syncs (perflab.kit.syncs counter) of one LM iteration over every class, after setup."""
+    from ..kit.syncs import count_host_syncs
+
+    _, one_iteration, _ = iteration_callable(IMPLS.variant(impl, **config), x, y)
+    with count_host_syncs(pick_device(config.get("device") or "auto")) as syncs:
+        one_iteration()
+    return syncs
 
 
-def slab_sweep(pair: dict[str, Variant], widths, x, y, *, device=None, rounds: int = 3, **timing) -> GridResult:
-    """One LM iteration of each of `pair` ({version: Variant}) at each of `widths` classes per slab (the baseline) or
-    per pass (the optimized solver), on the same (x, y): a `perflab.kit.versions.Grid` whose size is the
-    `class_slab_size` knob; a baseline timed on some slabs is a `Part`, scaled to all. -> GridResult (a table, a
-    figure, a log row per timing with its class_slab_size)"""
-    variants = [v.with_knobs(name=key) for key, v in pair.items()]
-
-    def call(v: Variant, width: int):
-        return iteration_part(v.with_knobs(name=v.name, class_slab_size=width), x, y, device=device)
-    grid = Grid(variants, sizes=list(widths), inputs=lambda width: width, call=call, size_name="class_slab_size",
-                label=f"LM iteration, {x.shape[0]} rows x {y.shape[1]} cls")
-    return grid.measure(rounds=rounds, device=device, **timing)
-
-
-def ratio(base, opt) -> dict:
-    """baseline / optimized: the ratio of medians and its conservative p20/p80 range."""
-    lo, hi = speedup_range(base, opt)
-    return dict(ratio=speedup(base, opt), low=lo, high=hi)
-
-
-def sweep(cases: list[dict], pair: dict[str, Variant], data, *, device, log=None, **timing) -> list[dict]:
-    """One LM iteration of `pair` ({"baseline": ..., "optimized": ...}, see measure_iterations) for every
-    case (n_rows, n_classes; `data(n_rows, n_classes)` gives (x, y)). -> one row per case with both
-    Measurements, the pair events per iteration and the ratio with its range; logged when `log` is given."""
-    rows = []
-    for case in cases:
-        x, y = data(case["n_rows"], case["n_classes"])
-        row = dict(case, n_rows=x.shape[0], n_classes=y.shape[1], nnz=x._nnz(), pair_events=x._nnz() * y.shape[1])
-        row.update(measure_iterations(pair, x, y, label="LM iteration", device=device,
-                                      sub_label=f"{x.shape[0]} rows x {y.shape[1]} cls", **timing))
-        row.update(ratio(row["baseline"], row["optimized"]))
-        if log is not None:
-            ctx = {k: row[k] for k in ("sweep", "n_rows", "n_classes", "nnz", "pair_events")}
-            for impl in pair:
-                log.measurement(row[impl], metric="seconds per LM iteration", impl=impl, **ctx)
-            log.value("speedup per LM iteration", row["ratio"], unit="x", low=row["low"], high=row["high"], **ctx)
-        rows.append(row)
-    return rows
-
-
-def sweep_table(rows: list[dict], columns=("baseline", "optimized")) -> str:
-    """Medians with IQR (3 significant figures) and the ratio with its p20/p80 range, one line per row."""
-    head = f"{'size':24s} {'pairs':>7s} " + " ".join(f"{c:>28s}" for c in columns) + f" {'ratio':>7s} {'p20-p80':>12s}"
-    lines = [head]
-    for r in rows:
-        label = f"{r.get('sweep', '')}: {r['n_rows']} x {r['n_classes']}" if "n_rows" in r else r["label"]
-        pairs = f"{r['pair_events'] / 1e6:6.2f}M" if "pair_events" in r else ""
-        lines.append(f"{label:24s} {pairs:>7s} " + " ".join(f"{fmt(r[c]):>28s}" for c in columns)
-                     + f" {r['ratio']:6.3g}x {r['low']:5.3g}-{r['high']:.3g}x")
-    return "\n".join(lines)
-
-
-def side_by_side(x, y, pair: dict, modes: dict, *, device, **timing) -> dict:
-    """The baseline's LM iteration against the optimized one in each of `modes` ({name: optimized config}),
-    and each mode's tile sums alone, timed side by side. -> {key: Measurement}: "baseline", each mode's
-    name, and "<name> sums"."""
-    extra = {f"{name} sums": sums_callable(x, y, device=device, **kw) for name, kw in modes.items()}
-    return measure_iterations({"baseline": pair["baseline"], **{n: IMPLS.variant("optimized", **kw)
-                                                                for n, kw in modes.items()}},
-                              x, y, label="side by side", sub_label=f"{x.shape[0]} rows x {y.shape[1]} cls",
-                              device=device, extra=extra, **timing)
-
-
-# ---- notebook 02: whole fits, the floor ------------------------------------------------------------------
-
-def time_fits(variants: dict[str, Variant], x, y, *, device, max_iter: int, repeats: int = 3) -> tuple[dict, dict]:
-    """Whole fits of each variant ({name: Variant of IMPLS}), `repeats` times in turn (side by side). Each
-    optimized variant fits once untimed first (compiles, allocator growth). -> ({name: (last probe,
-    Measurement)}, {name: seconds of the untimed first fit})"""
-    from ..kit.env import synchronize
-
-    def fit(v: Variant):
-        return quiet_fit(v(device=device, max_iter=max_iter), x, y)
-
-    first = {}
-    for name, v in variants.items():
-        if v.version == "optimized":
-            t0 = time.perf_counter()
-            fit(v)
-            first[name] = time.perf_counter() - t0
-    times, probes = {k: [] for k in variants}, {}
-    for _ in range(repeats):
-        for name, v in variants.items():
-            t0 = time.perf_counter()
-            probes[name] = fit(v)
-            synchronize(device)
-            times[name].append(time.perf_counter() - t0)
-    sub = f"{x.shape[0]} rows x {y.shape[1]} cls, {max_iter} iterations"
-    return {k: (probes[k], from_times(times[k], label="whole fit", sub_label=sub, description=k)) for k in variants}, first
-
-
-def fit_summary(probe, m) -> dict:
-    """What a whole fit did: its median time, iterations, time per iteration, fallbacks, frozen share."""
-    n_iter = probe.n_iter_.double()
-    c = probe.counters_
-    # per iteration = fit time / mean iterations per class: a class that stopped early costs nothing after
-    return dict(fit_s=m.median, max_iter_run=int(n_iter.max()), mean_class_iters=float(n_iter.mean()),
-                s_per_iter=m.median / max(1.0, float(n_iter.mean())), fallbacks=c["fallback_coord_iters"],
-                zero_grad_fallbacks=c["zero_grad_fallback_coord_iters"],
-                frozen_share=c.get("frozen_coords", 0) / probe.coef_.numel())
-
-
-def fit_line(name: str, f: dict, m) -> str:
-    line = (f"{name:18s} fit {fmt(m):>28s}  {f['mean_class_iters']:5.1f} iterations per class (max {f['max_iter_run']})  "
-            f"{fmt_seconds(f['s_per_iter']):>9s} per iteration  fallbacks {f['fallbacks']} "
-            f"({f['zero_grad_fallbacks']} at zero gradient)")
-    return line + (f"  frozen {100 * f['frozen_share']:.3g}% of coordinates" if "optimized" in name else "")
-
+# ---- the floor ------------------------------------------------------------------------------------------------
 
 def _sigmoid_kernel(device, n: int = 2**24):
     """torch.sigmoid over n float32 values (2^22 at most on a CPU), out of place. -> (fn, n)"""
@@ -318,15 +270,7 @@ def measure_floor(n_events: int, n_lat: int, n_cls: int, *, device, **timing) ->
     return dict(floor, bandwidth=bw, sigmoid_rate=rate, m_bandwidth=m_bw, m_sigmoid=m_sig, low=ends[0], high=ends[1])
 
 
-def above_floor(m, floor: dict) -> dict:
-    """How many times the floor a Measurement is: median / floor, with the range p20 / high .. p80 / low."""
-    from ..kit.bench import summary
-
-    s = summary(m)
-    return dict(ratio=m.median / floor["floor_s"], low=s["p20_s"] / floor["high"], high=s["p80_s"] / floor["low"])
-
-
-# ---- notebook 02: the timed claims, decided in paired rounds ----------------------------------------------
+# ---- the timed claims, decided in paired rounds ----------------------------------------------------------------
 
 def decide_iteration_speedup(x, y, pair: dict[str, Variant], *, device, max_run_time: float, **rule):
     """The baseline's LM iteration against the optimized one (`pair`: {"baseline": Variant, "optimized": Variant},
@@ -376,87 +320,6 @@ def decide_floor(x, y, config: dict, floor: dict, rule: dict, *, device, max_run
                           max_run_time=max_run_time, device=device)
 
 
-# ---- the claims' evidence (`PROFILE_CLAIMS.judge`, `SLAB_CLAIMS.judge`) -----------------------------------------
-
-def share_measured(profiles: list, needle: str) -> Measured:
-    """The mean share of `needle` over repeated profiles of the same fit, with its SHARE_CONFIDENCE interval."""
-    return Measured.from_samples([p.share(needle) for p in profiles], confidence=SHARE_CONFIDENCE)
-
-
-def _factor(share: float, seed: float) -> float:
-    return math.inf if share <= 0 else max(share / seed, seed / share)
-
-
-def factor_from_seed(m: Measured, seed: float) -> Measured:
-    """A share's interval as the factor between it and the seed's share (module doc)."""
-    ends = (_factor(m.low, seed), _factor(m.high, seed))
-    low = 1.0 if m.low <= seed <= m.high else min(ends)
-    v = _factor(m.value, seed)
-    return Measured(v, min(low, v), max(max(ends), v))
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.3g}%" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
-
-
-def profile_evidence(run, profiles: list, optimized, fits: dict) -> dict:
-    """Notebook 01's claims' measurements, keyed by claim (what `PROFILE_CLAIMS.judge` takes): the shares of the
-    baseline's plain profiles (`profiles`; `optimized`: one profile of the optimized fit) on the run's device and the
-    zero-gradient fallback counts of `fits`."""
-    device_type = run.device.type
-    found = {}
-    for key, (_, needle, seed) in SEED_SHARES.items():
-        m = share_measured(profiles, needle)
-        text = (f"baseline {_pct(m.value)} on {device_type} (mean of {len(profiles)} profiles, "
-                f"{SHARE_CONFIDENCE:.0%} interval {_pct(m.low)} to {_pct(m.high)}); optimized "
-                f"{_pct(optimized.share(needle))}")
-        if PROFILE_CLAIMS[key].off_setup(None, device_type):     # a GPU mechanism, on another device
-            text += f"; a GPU mechanism: {GPU_MECHANISM[key]}"
-        found[key] = (factor_from_seed(m, seed), text)
-    cb, co = fits["baseline"].counters_, fits["optimized"].counters_
-    zb, zo = cb["zero_grad_fallback_coords"], co["zero_grad_fallback_coords"]
-    n_lat, n_cls = fits["baseline"].coef_.shape
-    found["zero_grad_fallback"] = (Measured.exact(zb), f"baseline: {zb} distinct coordinates, "
-                                   f"{cb['zero_grad_fallback_coord_iters']} fallbacks over the fit ({n_lat} latents "
-                                   f"x {n_cls} classes)")
-    found["zero_grad_exit"] = (Measured.exact(zo), f"optimized: {zo} coordinates in the fallback, "
-                               f"{co['zero_grad_skipped_coords']} skipped before the LM tries")
-    return found
-
-
-def breakdown(columns: dict) -> object:
-    """The seed's frames and shares beside ours: {label: a Profile, or a list of profiles of the same fit (median
-    share, with its SHARE_CONFIDENCE interval)}. -> pandas DataFrame, shares in % to 3 significant figures."""
-    import pandas as pd
-
-    out = []
-    for frame, needle, seed in SEED_BREAKDOWN:
-        r = {"frame": frame, "claimed (seed, A100)": f"{100 * seed:.1f}%"}
-        for label, profs in columns.items():
-            m = share_measured(profs if isinstance(profs, list) else [profs], needle)
-            r[label] = _pct(m.value) + (f" ({_pct(m.low)} to {_pct(m.high)})" if isinstance(profs, list) else "")
-        out.append(r)
-    return pd.DataFrame(out)
-
-
-def rng(d: dict, unit: str = "x") -> str:
-    """'15.1x (p20-p80 11.5-16.9x)' from {"ratio", "low", "high"}: a table's spread, not a verdict's interval."""
-    return f"{num(d['ratio'], True)}{unit} (p20-p80 {num(d['low'], True)}-{num(d['high'], True)}{unit})"
-
-
-def hook_sentence(costs: dict) -> str:
-    """The seed's second profile (iteration hook + debug logging on), timed: {impl: hook_cost(...)}."""
-    parts = [f"{impl} {rng(c)} of the plain fit's time" for impl, c in costs.items()]
-    within = all(c["low"] <= 1.0 <= c["high"] for c in costs.values())
-    return ("iteration hook + debug logging: " + "; ".join(parts)
-            + ("; every p20-p80 range includes 1" if within else ""))
-
-
-def extrapolate_job(seconds_per_pair_event: float, job: dict = SEED_JOB) -> float:
-    """Hours for the seed's whole job (nnz x classes x iterations) at a measured cost per (event, class)."""
-    return seconds_per_pair_event * job["nnz"] * job["n_classes"] * job["max_iter"] / 3600.0
-
-
 def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[str, Decision]:
     """Notebook 02's timed claims, each decided in paired rounds of at most `cfg.verdict_time` seconds: the speed
     claims whose setup is this run's (`decide_speedup` of the whole LM iteration) and the distance from `floor`
@@ -468,52 +331,80 @@ def decide_slab_claims(x, y, pair: dict, floor: dict, *, cfg, device) -> dict[st
         if d is not None:
             out[c.key] = d
     out[FLOOR_CLAIM.key] = decide_floor(x, y, pair["optimized"].knobs, floor, FLOOR_CLAIM.rule, device=device,
-                                              max_run_time=cfg.verdict_time)
+                                        max_run_time=cfg.verdict_time)
     return out
 
 
-def _x(d: Decision, unit: str = "x") -> str:
-    return num_interval(d.value, d.low, d.high, unit)
+# ---- the claims' evidence (`SLAB_CLAIMS`, judged by `card.judge`) ------------------------------------------------
+
+def what_was_timed(cfg, x, y) -> str:
+    """The iteration a speed verdict timed, in words: whole, or the first slabs' classes on both sides."""
+    mode = compile_label(cfg.compile, cfg.backend)
+    part = part_classes(dict(baseline_slabs=cfg.baseline_slabs), y.shape[1])
+    if part == y.shape[1]:
+        return f"one whole LM iteration at {size_text(x, y)}, optimized {mode}"
+    return (f"one LM iteration of the first {cfg.baseline_slabs} slab(s) of 8 classes, {x.shape[0]} rows x {part} "
+            f"classes on both sides, optimized {mode}")
 
 
-def evidence(run, decisions: dict, *, default: dict, side: dict, fit: dict, fits: dict, qx_ok: bool, hours: dict,
-             above: dict, floor: dict, mode: str) -> dict:
-    """Notebook 02's claims' measurements, keyed by claim (what `SLAB_CLAIMS.judge` takes), on the run's device with
-    its `baseline_slabs` (0: all). `decisions`: `decide_slab_claims`'s; `default`: the
-    sweep's row at the default size; `side`: {mode: ratio dict} of the side-by-side cell; `fit`: the whole-fit ratio
-    dict; `fits`: {name: summary dict} of the whole fits; `hours`: the job extrapolated per impl; `above`: the
-    sweep's optimized iteration over the floor (ratio dict); `mode`: the compile setting's label. Tables' numbers
-    (p20-p80) ride along in the sentences."""
-    device_type, slabs = run.device.type, run.cfg.baseline_slabs
-    size = f"{default['n_rows']} rows x {default['n_classes']} classes"
-    part = part_classes(dict(baseline_slabs=slabs), default["n_classes"])
-    how = (f"one whole LM iteration at {size} ({mode})" if part == default["n_classes"] else
-           f"one LM iteration of the first {slabs} slab(s) of 8 classes, {default['n_rows']} rows x {part} classes on "
-           f"both sides ({mode})")
-    tables = f"the sweep {rng(default)}; side by side: " + "; ".join(f"{k} {rng(v)}" for k, v in side.items())
-    found = {}
-    for c in SPEED_CLAIMS[:2]:
-        d = decisions.get(c.key)
-        found[c.key] = ((d, f"{_x(d)} per LM iteration, {how}: {d.how}; {tables}") if d is not None else
-                        (None, f"on {device_type} at {size}: {tables}" + (f"; {c.why_not}" if c.why_not else "")))
-    job = decisions.get("job_18h")
-    found["job_18h"] = (job, (f"{_x(job)} per LM iteration ({how}: {job.how}): 18 h -> "
-                              f"{num(SEED_JOB['hours'] / job.value)} h; "
-                              if job is not None else "") +
-                        f"extrapolated on {device_type}: baseline {num(hours['baseline'])} h, optimized "
-                        f"{num(hours['optimized'])} h at full activity; whole fit {rng(fit)}")
-    d = decisions.get(FLOOR_CLAIM.key)
-    found[FLOOR_CLAIM.key] = (d, (f"{_x(d, 'x the floor')} (the optimized iteration, {mode}, against the floor's "
-                                  f"kernel: {floor['bound']}; {d.how}); " if d is not None else "")
-                              + f"the sweep's median {rng(above, 'x the floor')}")
+def fallbacks_float64(fits: dict) -> tuple[int, int]:
+    """Fallbacks not at a zero gradient with float32 sums (baseline and optimized) and with float64 sums."""
     f32, f64, fb = fits["optimized float32"], fits["optimized float64"], fits["baseline"]
     num32 = (fb["fallbacks"] - fb["zero_grad_fallbacks"]) + (f32["fallbacks"] - f32["zero_grad_fallbacks"])
-    num64 = f64["fallbacks"] - f64["zero_grad_fallbacks"]
-    found["float64"] = (Measured.exact(max(0, num32 - num64)),
-                        f"fallbacks not at a zero gradient: {num32} with float32 sums (baseline and optimized), "
-                        f"{num64} with float64; all {fb['fallbacks']} baseline fallbacks: {fb['zero_grad_fallbacks']} "
-                        f"at an exactly zero gradient; coordinates converged float32 {100 * f32['frozen_share']:.3g}%, "
-                        f"float64 {100 * f64['frozen_share']:.3g}%")
-    found["qx"] = (Measured.exact(1.0 if qx_ok else 0.0), "qx comes out of the plan's one sparse product (with the "
-                   "label sums); " + ("equal to the separate pass (1e-6)" if qx_ok else "NOT equal to the separate pass"))
-    return found
+    return num32, f64["fallbacks"] - f64["zero_grad_fallbacks"]
+
+
+def evidence(run, found: Findings) -> dict[str, Evidence]:
+    """Every claim of SLAB_CLAIMS from `found` alone (what `card.judge` takes): the speed claims and the floor as
+    decided in paired rounds (`found.decisions`; None for a claim about another setup: "not tested here"), the job's
+    hours extrapolated from the size sweep's medians, the float64 question from the whole fits' fallback counts, the
+    qx question from its correctness check. Each sentence starts with the value the card shows."""
+    cfg, device_type = run.cfg, run.device.type
+    x, y = found.data(cfg)
+    how, got = what_was_timed(cfg, x, y), found.decisions
+    out = {}
+    for c in SPEED_CLAIMS[:2]:
+        d = got.get(c.key)
+        out[c.key] = (Evidence(d, f"{_value(d, c.unit)} baseline / optimized seconds per LM iteration, {how} "
+                                  f"({d.how})") if d is not None else
+                      Evidence(None, f"not timed: this run is {device_type} at {size_text(x, y)}, {cfg.n_latents} "
+                                     f"latents, L0 {cfg.l0}"))
+    hours = job_hours(found, cfg)
+    extrapolated = (f"the job extrapolated from the size sweep's medians (indicative): baseline {num(hours['baseline'])} "
+                    f"h, optimized {num(hours['optimized'])} h on {device_type}")
+    job = got.get("job_18h")
+    out["job_18h"] = Evidence(job, (f"{_value(job, 'x')} per LM iteration ({how}; {job.how}): 18 h -> "
+                                    f"{num(SEED_JOB['hours'] / job.value, True)} h; " if job is not None else "")
+                              + extrapolated)
+    d = got[FLOOR_CLAIM.key]
+    out[FLOOR_CLAIM.key] = Evidence(d, f"{_value(d, FLOOR_CLAIM.unit)} the floor: optimized seconds per LM iteration "
+                                       f"({compile_label(cfg.compile, cfg.backend)}) over the floor's "
+                                       f"({found.floor['bound']}, its kernel scaled to the floor's work; {d.how})")
+    fb, f32, f64 = (found.fits[k] for k in ("baseline", "optimized float32", "optimized float64"))
+    num32, num64 = fallbacks_float64(found.fits)
+    out["float64"] = Evidence(Measured.exact(max(0, num32 - num64)),
+                              f"{max(0, num32 - num64)} removed: fallbacks not at a zero gradient {num32} with float32 "
+                              f"sums (baseline and optimized), {num64} with float64; all {fb['fallbacks']} baseline "
+                              f"fallbacks: {fb['zero_grad_fallbacks']} at an exactly zero gradient; coordinates "
+                              f"converged float32 {100 * f32['frozen_share']:.3g}%, float64 "
+                              f"{100 * f64['frozen_share']:.3g}%")
+    qx = next(c for c in found.checks if c.name == QX_CHECK)
+    got_qx = 1.0 if qx.passed else 0.0
+    out["qx"] = Evidence(Measured.exact(got_qx), f"{value_text(got_qx, got_qx, got_qx, 'bool')}: qx comes out of the "
+                         "plan's one sparse product (with the label sums); " + ("equal to the separate pass (1e-6)"
+                                                                                 if qx.passed else "NOT equal to the "
+                                                                                 "separate pass"))
+    return out
+
+
+def _value(d: Decision, unit: str) -> str:
+    return value_text(d.value, d.low, d.high, unit)
+
+
+def lead_the_report(run, rows) -> None:
+    """On a GPU the 100x target leads `perflab report` (`claims.slab_headline`), not the CPU's 10x: logged as the
+    run's headline after the card's (which is CLAIMS' own)."""
+    key = slab_headline(run.device.type)
+    if key != SLAB_CLAIMS.headline:
+        row = next(r for r in rows if r.key == key)
+        run.log.headline(f"{row.claim}: {row.measured} [{verdict_text(row)}]", key=key)
