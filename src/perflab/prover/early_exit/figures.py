@@ -19,9 +19,9 @@ from ...kit.verdicts import Measured
 from .study import IMPLS, Findings, lead_claim, trace_table
 
 
-def _bar_label(ax, x, top, text, **kw):
+def _bar_label(ax, x, top, text, fontsize=7.5, **kw):
     """`text` just above `top` (the bar's error bar, not its body)."""
-    ax.annotate(text, (x, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7.5,
+    ax.annotate(text, (x, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=fontsize,
                 **kw)
 
 
@@ -36,7 +36,7 @@ def strategies(run, found: Findings):
     vs = found.vs_full()
     vs["recycle"] = d.measured
     names = list(IMPLS)
-    fig, ax = plt.subplots(figsize=(6.6, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")  # shown at ~480 px in the card: large type
     tops = []
     for x, s in enumerate(names):
         m = vs[s]
@@ -47,32 +47,33 @@ def strategies(run, found: Findings):
         top = m.high if bounded else m.value
         tops.append(top)
         if s == "full":
-            _bar_label(ax, x, top, "1x\n(the baseline)")
-        elif s == "recycle":
-            _bar_label(ax, x, top, f"{value_text(m.value, m.low, m.high, 'x')}\n"
-                                   f"{value_text(m.value * share, m.low * share, m.high * share, '%')}\nof the ideal",
+            _bar_label(ax, x, top, "1x\n(baseline)", fontsize=9)
+        elif s == "recycle":  # above the ideal's line where its interval reaches below it: no line crosses it
+            _bar_label(ax, x, max(top, 1 / share), f"{value_text(m.value, m.low, m.high, 'x')}\n"
+                       f"{value_text(m.value * share, m.low * share, m.high * share, '%')}\nof the ideal", fontsize=9,
                        fontweight="bold")
         else:
-            _bar_label(ax, x, top, f"{m.value:.2f}x\n{m.value * share:.0%} of ideal")
+            _bar_label(ax, x, top, f"{m.value:.2f}x\n{m.value * share:.0%} of\nthe ideal"
+                       + ("" if bounded else "\n(no interval)"), fontsize=9)
     ideal = 1 / share
     lead = lead_claim(cfg, run.device.type)
     ax.axhline(ideal, color="black", ls="--", lw=1)
-    ax.annotate(f"ideal {ideal:.2f}x: only the useful rows ({share:.1%}), at full's cost per row", (0.01, ideal),
-                xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=7.5)
+    ax.annotate(f"ideal {ideal:.2f}x: only the useful rows ({share:.1%})", (0.01, ideal),
+                xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=8.5)
     ax.axhline(lead.at_least, color="#c62828", ls=":", lw=1.2)
     ax.annotate(f"target >= {lead.at_least:g}x", (0.01, lead.at_least), xycoords=("axes fraction", "data"),
-                xytext=(0, -10), textcoords="offset points", fontsize=7.5, color="#c62828")
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylim(0, max(ideal, *tops) * 1.3)
-    ax.set_ylabel("speed against full (full's time / the version's), x")
+                xytext=(0, -12), textcoords="offset points", fontsize=8.5, color="#c62828")
+    ax.set_xticks(range(len(names)), names, fontsize=10)
+    ax.set_ylim(0, max(ideal, *tops) * 1.4)
+    ax.set_ylabel("speed against full, x (full's time / the version's)", fontsize=9.5)
     ax.set_title(f"recycle {value_text(d.value, d.low, d.high, 'x')} faster than full: "
                  f"{value_text(d.value * share, d.low * share, d.high * share, '%')} of the ideal\n"
                  f"the ladder: {len(found.ladder.candidates):,} candidates, seed-like proof lengths, B={cfg.batch}, "
-                 f"{run.device.type}", fontsize=9)
+                 f"{run.device.type}", fontsize=10)
     n = len(found.timing["ladder"].ms["full"].raw_times)
-    ax.set_xlabel(f"recycle: decided, {d.how.split(' (')[0]}, 99% interval. masked, compact, bucketed: indicative, "
-                  f"ratio of mean times\nover {n} interleaved round{'s' if n != 1 else ''} of whole runs, 99% interval "
-                  "over the rounds (bars without one: too few rounds)", fontsize=7, loc="left")
+    ax.set_xlabel(f"recycle: decided, {d.how.split(' (')[0]}, 99% interval.\nmasked, compact, bucketed: "
+                  f"indicative, ratio of mean times over {n} interleaved round{'s' if n != 1 else ''},\n99% interval "
+                  "over the rounds (none where they are too few or too noisy for one)", fontsize=8, loc="left")
     return fig
 
 
@@ -113,7 +114,7 @@ def step_time(run, found: Findings):
     from matplotlib.ticker import PercentFormatter
 
     tt = trace_table(found.need("runs", "study.traced_runs")["ladder"])
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.2, 4.2), layout="constrained")
     for s in IMPLS:
         t = tt[tt.strategy == s]
         ax.scatter(t.active_fraction, 1e3 * t.seconds, s=9, alpha=0.6, color=color(s, IMPLS), label=s)
@@ -123,12 +124,14 @@ def step_time(run, found: Findings):
                         f"{value_text(d.value, d.low, d.high, 'x')} (decided on single steps: {d.how.split(' (')[0]}, "
                         "99% interval)", transform=ax.transAxes, va="top", fontsize=7.5,
             bbox=dict(facecolor="white", edgecolor="#bdbdbd", boxstyle="round"))
-    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(0, 1e3 * tt.seconds.quantile(0.99) * 1.35)
     ax.set(xlabel="active rows, share of the batch", ylabel=f"ms per step ({run.device.type}, B={run.cfg.batch})",
            title="The cost of one step against how many of its rows still need it (each step of the traced runs)")
     ax.title.set_fontsize(9)
-    ax.legend(fontsize=7.5, loc="upper right", markerscale=2)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1), markerscale=2, title="version",
+              title_fontsize=7.5)
     return fig
 
 
@@ -147,7 +150,7 @@ def strategy_table(run, found: Findings):
         for s, m in t.ms.items():
             steps = max(1, res[s].steps_executed)
             rows.append({"workload": w.name.split(" (")[0], "version": s, "mean s": round(m.mean, 3),
-                         f"vs full (mean of {len(m.raw_times)} rounds)": value_text(vs[s].value, *_finite(vs[s]), "x"),
+                         f"vs full (mean of {len(m.raw_times)} rounds)": _ratio(s, vs[s]),
                          "steps": res[s].steps_executed, "ms per step": round(1e3 * m.mean / steps, 2),
                          "ms per candidate": round(1e3 * m.mean / len(w.candidates), 3),
                          "launches per step": round(counts[s]["launches_per_step"], 1),
@@ -155,9 +158,10 @@ def strategy_table(run, found: Findings):
     return pd.DataFrame(rows).set_index(["workload", "version"])
 
 
-def _finite(m: Measured) -> tuple[float, float]:
-    """An interval's ends, the value itself where an end is unbounded (too few rounds: shown without an interval)."""
-    return (m.low, m.high) if math.isfinite(m.high) and m.low > 0 else (m.value, m.value)
+def _ratio(version: str, m: Measured) -> str:
+    """'2.13x [1.80, 2.50]'; full against itself '1x'; '[0, inf]' where the rounds are too few or too noisy for an
+    interval (Fieller's is unbounded then)."""
+    return "1x" if version == "full" else value_text(m.value, m.low, m.high, "x")
 
 
 def row_cost_line(found: Findings, per_row: float, m_row) -> str:
