@@ -192,14 +192,14 @@ H100_RUN = "outputs/h100/1a70d9c"  # the H100 run of commit 1a70d9c, kept as evi
 
 def gpu_run(folder: str = H100_RUN):
     """The committed GPU run's timings of 04 on its ladder, per version: seconds (median of its rounds), steps, ms per
-    step, speed against full, and the run's stated ideal share, read from its results.jsonl (under the project's
+    step, speed against full, and the run's stated ideal share, read from its results log (under the project's
     root). -> DataFrame, or None where this checkout has no such folder (an installed wheel)."""
     import pandas as pd
 
     from ...kit.paths import repo_root
-    from ...kit.results import read_rows
+    from ...kit.results import read_rows, results_file
 
-    path = repo_root() / folder / "results.jsonl"
+    path = results_file(repo_root() / folder)  # results.jsonl, or the committed results.jsonl.gz
     if not path.is_file():
         return None
     rows = [r for r in read_rows(path) if r.get("study") == "04_early_exit"]
