@@ -88,3 +88,10 @@ def one_graph_per_bucket(graphs: dict[str, int], buckets: list[int]) -> Check:
                  graphs["bucketed"] == len(buckets) and graphs["full"] == graphs["masked"] == graphs["recycle"] == 1,
                  f"bucketed {graphs['bucketed']} graphs for {len(buckets)} buckets; full, masked, recycle "
                  f"{graphs['full']}, {graphs['masked']}, {graphs['recycle']}")
+
+
+def whole_runs_agree(found) -> list[Check]:
+    """The traced runs of the whole workloads (`study.traced_runs`, what the slot-steps, the figures and the claims
+    read): every version agrees with full on every candidate, per workload."""
+    return [strategies_match(f"{w.name}, the whole workload", found.runs[key])
+            for key, w in (("ladder", found.ladder), ("kg", found.kg))]

@@ -16,7 +16,7 @@ class EarlyExitParams(ProverParams):
     batch: int = 128                 # slots per step
     n_candidates: int = 2560         # ladder candidates with seed-like proof lengths (20 batches, like the seed)
     min_bucket: int = 8              # smallest bucket of the bucketed strategy
-    rounds: int = 2                  # timed rounds per strategy, the strategies interleaved
+    rounds: int = 5                  # timed rounds of whole runs per strategy, interleaved (the table's spread)
 
     def check(self) -> None:
         super().check()

@@ -1,39 +1,53 @@
-"""The measurements behind notebooks/04_early_exit, as functions (the notebook calls and plots them): the workloads
-(`ladder_workload`, `kg_workload`), `run_strategies`, `strategy_fn`, `graphs_per_strategy`, `time_strategies`,
-`row_step_seconds`, `step_fns`, `trace_table`, `strategy_table`. Launches per step: `profiles.py`. The timed
-decisions on the claims (paired rounds): `claims.py`.
+"""The measurements behind notebooks/04_early_exit, by role, in the order the notebook calls them:
 
-IMPLS names the versions, the seed's loop first: every version takes (step, candidates [N, 3], batch, fail_score,
-trace) and gives every candidate the same proof (`core.rollout`'s module doc says how each loop runs). The one knob
-of one version, bucketed's smallest bucket, makes it a variant (`variant(name, min_bucket)`, a kit `Variant`).
-"""
+    found = study.Findings(workloads=study.workloads(run))   the ladder and study 3's candidates (printed)
+    checks.strategies_agree(...)                              correctness (checks.py), before anything is timed
+    found.runs = study.traced_runs(run, found)                one traced run of every version on each whole workload:
+                                                              slot-steps (the waste, the batch shapes), step times
+    found.graphs = study.count_graphs(run, found)             graphs compiled per version (bucketed: one per bucket)
+    found.launches = profiles.launch_counts(run, found)       launches and host reads per step (profiles.py)
+    found.timing = study.benchmark(run, found)                `rounds` interleaved rounds of whole runs: indicative
+    found.recycle = study.decide_recycle(run, found)          recycle against full in paired rounds: the headline
+    found.bucketed = study.decide_bucketed(run, found)        bucketed's target in paired rounds
+    found.flat_step = study.decide_flat_step(run, found)      one step with <= 10% of its rows active against all
+    study.evidence(run, found)                                each claim's Evidence for card.judge: reads `found` only
+
+The workloads: `workloads.py`; the figures and tables of the findings: `figures.py`. IMPLS names the
+versions, the seed's loop first: every version takes (step, candidates [N, 3], batch, fail_score, trace) and gives
+every candidate the same proof (`core.rollout`'s module doc says how each loop runs). The one knob of one version,
+bucketed's smallest bucket, makes it a variant (`variant(name, min_bucket)`, a kit `Variant`). Each claim names the
+function here that measures it (claims.py's `measured_by`)."""
 from __future__ import annotations
 
 import dataclasses
 import math
 import time
+from typing import NamedTuple
 
 import torch
 
-from ...kit.bench import from_times, measure, summary
+from ...kit.bench import from_times, measure
+from ...kit.claims import Evidence
 from ...kit.compiles import count_compiles, reset
 from ...kit.env import synchronize
-from ...kit.formatting import fmt_interval as interval
-from ...kit.verdicts import Measured, decide_speedup
+from ...kit.formatting import num, value_text
+from ...kit.verdicts import Decision, Measured, decide_speedup
 from ...kit.versions import Variant, Versions
 from ..core import rollout as loops
-from ..core.data import ladder_kg, ladder_queries, seed_like_lengths, training_queries
-from ..core.datasets import graph_label, knowledge_graph, test_queries
-from ..core.engine import UnificationEngine
-from ..core.policy import make_policy, train_policy
-from ..core.ranking import corruptions
 from ..core.rollout import RolloutResult, fill
 from ..core.step import GreedyStep
 from . import baseline, optimized
 from .claims import CLAIMS
+from .workloads import Workload, Workloads, kg_workload, ladder_workload, outcomes, workloads  # noqa: F401 (the notebook calls them here)
 
 IMPLS = Versions({"full": baseline.rollout, "masked": loops.masked, "compact": loops.compact, "bucketed": loops.bucketed,
                   "recycle": optimized.rollout})   # the seed's loop first (the baseline), early exit last
+
+# The claims the timed decisions are made against, looked up at import (a misspelt key fails before any timing).
+FLAT_STEP = CLAIMS["flat_step"]  # decided on the ratio, judged either way (`either_way`)
+RECYCLE = tuple(CLAIMS[k] for k in ("target_3x", "target_4x", "early_exit"))  # one decision, this order
+BUCKETED = ((CLAIMS["bucketed_masked"], "masked", "bucketed"),   # (claim, baseline, optimized)
+            (CLAIMS["bucketed_full"], "full", "bucketed"))
 
 
 def variant(name: str, min_bucket: int = 8) -> Variant:
@@ -48,43 +62,7 @@ def variants(min_bucket: int = 8) -> dict[str, Variant]:
     return {name: variant(name, min_bucket) for name in IMPLS}
 
 
-@dataclasses.dataclass
-class Workload:
-    name: str
-    step: GreedyStep
-    candidates: torch.Tensor   # [N, 3]
-    lengths: torch.Tensor | None = None  # [N] designed proof lengths (ladder), else None
-    graph: str = ""            # the graph's short name (study 3's workload: the `kg` parameter)
-
-    def head(self, n: int) -> Workload:
-        return Workload(self.name, self.step, self.candidates[:n], None if self.lengths is None else self.lengths[:n],
-                        self.graph)
-
-
-def ladder_workload(n: int, max_depth: int, max_derived: int, device, seed: int = 0, compile: str = "off",
-                    backend: str = "inductor") -> Workload:
-    """n ladder queries whose proofs take seed-like lengths (mean ~5, max = max_depth) whatever the policy picks."""
-    g = torch.Generator().manual_seed(seed)
-    kg = ladder_kg(levels=max_depth, n_pairs=64, seed=seed)
-    lengths = seed_like_lengths(n, max_depth, g)
-    engine = UnificationEngine(kg, max_derived=max_derived, end_action=False, device=device)
-    step = GreedyStep(engine, make_policy(kg, seed=seed, device=device), max_depth, compile=compile, backend=backend)
-    return Workload("ladder (seed-like lengths)", step, ladder_queries(kg, lengths, g).to(device), lengths)
-
-
-def kg_workload(cfg, device):
-    """Study 3's candidates on the graph `cfg.kg` names: its first test queries and their filtered
-    corruptions, scored by a policy trained for a few seconds. -> (Workload, CandidateSet)."""
-    kg, _ = knowledge_graph(cfg.kg, cfg.n_families, cfg.seed, cfg.max_derived, device)
-    engine = UnificationEngine(kg, max_derived=cfg.max_derived, device=device)
-    policy = make_policy(kg, seed=cfg.seed, device=device)
-    train_policy(policy, engine, training_queries(kg), updates=cfg.train_updates, batch=64,
-                 max_depth=min(cfg.max_depth, 10), seed=cfg.seed)
-    cs = corruptions(kg, test_queries(kg, cfg.n_queries), cfg.n_corruptions, "both", seed=cfg.seed)
-    step = GreedyStep(engine, policy, cfg.max_depth, compile=cfg.compile, backend=cfg.backend)
-    label = graph_label(cfg.kg)
-    return Workload(f"{label} (study 3 candidates)", step, cs.flat().to(device), graph=label), cs
-
+# ---- running and timing the versions ---------------------------------------------------------------------------
 
 def run_strategies(w: Workload, batch: int, min_bucket: int, strategies=tuple(IMPLS), trace: bool = True
                    ) -> dict[str, RolloutResult]:
@@ -113,15 +91,16 @@ def graphs_per_strategy(w: Workload, batch: int, min_bucket: int) -> dict[str, i
     return out
 
 
-def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strategies=tuple(IMPLS)):
-    """Wall time of each strategy on the whole workload: one traced warm-up run (its results and counts
-    are returned), then `rounds` timed rounds with the strategies interleaved, so that each sees the same
-    machine conditions (a shared CPU drifts by tens of percent within a minute). Each run ends with a
-    device synchronize. -> ({strategy: Measurement}, {strategy: traced RolloutResult}, {strategy: host
-    reads per step of the timed, untraced runs})."""
+def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strategies=tuple(IMPLS),
+                    traced: dict[str, RolloutResult] | None = None):
+    """Wall time of each strategy on the whole workload: one traced warm-up run (its results are returned; `traced`:
+    such a run already made, taken as the warm-up), then `rounds` timed rounds with the strategies interleaved, so
+    that each sees the same machine conditions (a shared CPU drifts by tens of percent within a minute). Each run
+    ends with a device synchronize. -> ({strategy: Measurement, its times in round order}, {strategy: traced
+    RolloutResult}, {strategy: host reads per step of the timed, untraced runs})."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    res = run_strategies(w, batch, min_bucket, strategies)
+    res = traced if traced is not None else run_strategies(w, batch, min_bucket, strategies)
     dev = w.step.engine.device
     times: dict[str, list] = {s: [] for s in strategies}
     reads = {}
@@ -138,7 +117,7 @@ def time_strategies(w: Workload, batch: int, min_bucket: int, rounds: int, strat
 
 
 def row_step_seconds(w: Workload, batch: int, *, min_run_time: float, max_run_time: float):
-    """Seconds per row of one step with every one of `batch` rows active (the ideal's unit cost)."""
+    """Seconds per row of one step with every one of `batch` rows active (the ideal's unit cost, timed alone)."""
     slots = w.step.init(fill(w.candidates, batch))
     with torch.inference_mode():
         m = measure(lambda: w.step(*slots), label=w.name, sub_label=f"one step, B={batch}", description="all active",
@@ -176,31 +155,186 @@ def trace_table(results: dict[str, RolloutResult]):
                          for s, r in results.items() for i, (sec, c, a) in enumerate(r.trace)])
 
 
-def strategy_table(w: Workload, ms: dict, res: dict, ideal_s: float, launches: dict, reads: dict):
-    """Per strategy: median and spread, vs full, share of the ideal, steps, time, launches and host reads
-    per step (`launches`: profiles.per_step_counts; `reads`: time_strategies')."""
-    import pandas as pd
+# ---- the findings: what the notebook measures, filled in as it runs --------------------------------------------
 
-    n = len(w.candidates)
-    rows = []
-    for s, m in ms.items():
-        sm, steps = summary(m), max(1, res[s].steps_executed)
-        rows.append(dict(strategy=s, median_s=round(sm["median_s"], 3), iqr_s=round(sm["iqr_s"], 3),
-                         ms_per_candidate=round(1e3 * sm["median_s"] / n, 3),
-                         vs_full=round(ms["full"].median / m.median, 2), of_ideal=round(ideal_s / m.median, 2),
-                         steps=res[s].steps_executed, ms_per_step=round(1e3 * m.median / steps, 2),
-                         launches_per_step=round(launches[s]["launches_per_step"], 1),
-                         host_reads_per_step=round(reads[s], 2)))
-    return pd.DataFrame(rows).set_index("strategy")
+class Graphs(NamedTuple):
+    """Graphs compiled per version on a small batch (`count_graphs`), and the buckets bucketed ran there."""
+    graphs: dict          # {version: graphs compiled}
+    buckets: list         # bucketed's bucket sizes, largest first
+    mode: str             # the compile mode and backend counted under
+    backend: str
+    batch: int
+
+    @property
+    def one_per_bucket(self) -> bool:
+        return self.graphs["bucketed"] == len(self.buckets)
 
 
-# ---- the claims' evidence (`CLAIMS.judge`) ------------------------------------------------------------------
+class Timing(NamedTuple):
+    """`rounds` interleaved rounds of whole runs of every version on one workload (`benchmark`)."""
+    ms: dict              # {version: Measurement}: its times in round order
+    reads: dict           # {version: host reads per step of the timed runs}
 
-# The claims the timed decisions are made against, looked up at import (a misspelt key fails before any timing).
-FLAT_STEP = CLAIMS["flat_step"]  # decided on the ratio, judged either way (`either_way`)
-RECYCLE = tuple(CLAIMS[k] for k in ("target_3x", "target_4x", "early_exit"))  # one decision, this order
-BUCKETED = ((CLAIMS["bucketed_masked"], "masked", "bucketed"),   # (claim, baseline, optimized)
-            (CLAIMS["bucketed_full"], "full", "bucketed"))
+
+class StepRatio(NamedTuple):
+    """One step with few rows active against one with all active, in paired rounds (`decide_flat_step`)."""
+    decision: Decision    # idle step's time over the busy one's, decided against flat_step's side
+    active: float         # the idle step's share of active rows
+
+
+@dataclasses.dataclass
+class Findings:
+    """What the notebook measures, one field per measuring function, filled in as it runs: the figures, the tables and
+    `evidence` read it, so a claim is judged on the very numbers the cells above it showed."""
+    workloads: Workloads | None = None       # workloads
+    runs: dict | None = None                 # traced_runs: {"ladder" | "kg": {version: traced RolloutResult}}
+    graphs: Graphs | None = None             # count_graphs
+    launches: dict | None = None             # profiles.launch_counts: {"ladder" | "kg": {version: per-step counts}}
+    timing: dict | None = None               # benchmark: {"ladder" | "kg": Timing}
+    recycle: Decision | None = None          # decide_recycle
+    bucketed: dict | None = None             # decide_bucketed: {claim key: Decision, or None where not decided}
+    flat_step: StepRatio | None = None       # decide_flat_step
+
+    @property
+    def ladder(self) -> Workload:
+        return self.need("workloads", "study.workloads").ladder
+
+    @property
+    def kg(self) -> Workload:
+        return self.need("workloads", "study.workloads").kg
+
+    def need(self, name: str, by: str):
+        """Field `name`, or a clear error naming `by`, the function that fills it ("study.traced_runs")."""
+        v = getattr(self, name)
+        if v is None:
+            raise ValueError(f"Findings.{name} is not measured yet: found.{name} = {by}(run, found) first")
+        return v
+
+    def useful_share(self, workload: str = "ladder") -> float:
+        """Useful rows over the rows full computed on the whole workload (a count: exact)."""
+        full = self.need("runs", "study.traced_runs")[workload]["full"]
+        return (full.slot_steps - full.wasted_slot_steps) / full.slot_steps
+
+    def shapes(self, strategy: str) -> int:
+        """Distinct batch shapes (rows per step) `strategy` ran on the whole ladder."""
+        return len({rows for _, rows, _ in self.need("runs", "study.traced_runs")["ladder"][strategy].trace})
+
+    def vs_full(self, workload: str = "ladder") -> dict[str, Measured]:
+        """Each version's speed against full in the benchmark's rounds: the ratio of mean times with its 99% interval
+        over the rounds (`Measured.paired_ratio`: indicative; unbounded from fewer than 2 rounds)."""
+        ms = self.need("timing", "study.benchmark")[workload].ms
+        return {s: Measured.paired_ratio(ms["full"].raw_times, m.raw_times) for s, m in ms.items()}
+
+
+def _where(w: Workload, batch: int, device) -> str:
+    return f"{w.name.split(' (')[0]} ({len(w.candidates):,} candidates, B={batch}, {device.type})"
+
+
+def traced_runs(run, found: Findings) -> dict[str, dict[str, RolloutResult]]:
+    """One traced run of every version on each whole workload (a host read per step, its time and rows): the
+    slot-steps each computed, the batch shapes it ran, the step times of the figure; printed with each version's
+    steps, rows computed and useful share (counts, the same on every host) and logged. Their agreement:
+    `checks.whole_runs_agree`."""
+    cfg = run.cfg
+    out = {}
+    for key, w in (("ladder", found.ladder), ("kg", found.kg)):
+        res = out[key] = run_strategies(w, cfg.batch, cfg.min_bucket)
+        useful = int(res["full"].steps.sum())
+        print(f"{w.name}: {useful:,} useful rows (the sum of the proof lengths); per version: steps, rows computed, "
+              "useful share")
+        for s, r in res.items():
+            shapes = len({rows for _, rows, _ in r.trace})
+            print(f"  {s:9s}{r.steps_executed:5d} steps {r.slot_steps:8,} rows {useful / r.slot_steps:6.1%} useful"
+                  + (f"  {shapes} distinct batch shapes" if s in ("compact", "bucketed") else ""))
+            run.log.value("wasted slot-steps", r.wasted_slot_steps, unit="rows", strategy=s, workload=w.name,
+                          slot_steps=r.slot_steps, steps=r.steps_executed)
+    return out
+
+
+def count_graphs(run, found: Findings) -> Graphs:
+    """Each version's loop body in turn in one fresh compile cache (the run's `compile` and `backend`; default on the
+    eager backend when compile is off), on a small batch of the ladder (4 x min_bucket: the same mechanism with
+    fewer buckets to compile), and the buckets bucketed ran there; printed."""
+    cfg = run.cfg
+    batch = min(cfg.batch, 4 * cfg.min_bucket)      # a few buckets are enough to count; fewer compiles
+    tiny = found.ladder.head(2 * batch)
+    mode, backend = (cfg.compile, cfg.backend) if cfg.compile != "off" else ("default", "eager")
+    counted = Workload(tiny.name, GreedyStep(tiny.step.engine, tiny.step.policy, cfg.max_depth, compile=mode,
+                                             backend=backend), tiny.candidates)
+    graphs = graphs_per_strategy(counted, batch, cfg.min_bucket)
+    trace = run_strategies(tiny, batch, cfg.min_bucket, strategies=["bucketed"])["bucketed"].trace
+    buckets = sorted({rows for _, rows, _ in trace}, reverse=True)
+    print(f"graphs compiled ({mode}/{backend}, B={batch}), in order:", graphs)
+    print(f"bucketed used buckets {buckets}")
+    return Graphs(graphs, buckets, mode, backend, batch)
+
+
+def benchmark(run, found: Findings) -> dict[str, Timing]:
+    """`rounds` rounds of whole runs of every version on each workload, the versions interleaved (`time_strategies`,
+    the traced runs taken as the warm-up); logged with each version's steps and per-step counts. Indicative: the
+    claims are decided in paired rounds of their own (`decide_recycle`, `decide_bucketed`)."""
+    cfg = run.cfg
+    runs, launches = found.need("runs", "study.traced_runs"), found.need("launches", "profiles.launch_counts")
+    out = {}
+    for key, w in (("ladder", found.ladder), ("kg", found.kg)):
+        ms, res, reads = time_strategies(w, cfg.batch, cfg.min_bucket, cfg.rounds, traced=runs[key])
+        out[key] = Timing(ms, reads)
+        for s, m in ms.items():
+            run.log.measurement(m, impl=s, workload=w.name, candidates=len(w.candidates), steps=res[s].steps_executed,
+                                launches_per_step=launches[key][s]["launches_per_step"], host_reads_per_step=reads[s])
+    return out
+
+
+# ---- the timed decisions (paired rounds, `decide_speedup`) -------------------------------------------------------
+
+def lead_claim(cfg, device_type: str):
+    """The recycle claim this run's decision is made against: the first of target_3x, target_4x, early_exit whose
+    setup this run is (early_exit has none: always one)."""
+    return next(c for c in RECYCLE if not c.off_setup(cfg, device_type))
+
+
+def decide_recycle(run, found: Findings) -> Decision:
+    """Recycle against full on the whole ladder in paired rounds of whole runs (`decide_speedup`: the ratio of mean
+    times, at most `verdict_time` seconds), against the lead claim's threshold (`lead_claim`). Every interval of a
+    decision's sequence holds at once (`perflab.kit.verdicts`), so the one it stopped at judges the other recycle
+    claims too, and, times the useful share, the share of the ideal; printed."""
+    cfg, device = run.cfg, run.device
+    w = found.ladder
+    lead = lead_claim(cfg, device.type)
+    d = lead.decide(decide_speedup, strategy_fn(w, cfg.batch, "full", cfg.min_bucket),
+                    strategy_fn(w, cfg.batch, "recycle", cfg.min_bucket), cfg=cfg, device=device)
+    print(f"recycle over full on {_where(w, cfg.batch, device)}: {value_text(d.value, d.low, d.high, 'x')} "
+          f"(99% interval, {d.how}; {d.seconds:.1f} s)")
+    return d
+
+
+def decide_bucketed(run, found: Findings) -> dict[str, Decision | None]:
+    """Each bucketed target in paired rounds of its own where it is this run's setup (masked over bucketed on the CPU
+    default, full over bucketed on a GPU), else None; bucketed against masked only where bucketed compiled one graph
+    per bucket (`count_graphs`: else the claim fails without timing). printed."""
+    cfg, device = run.cfg, run.device
+    w, graphs = found.ladder, found.need("graphs", "study.count_graphs")
+    out = {}
+    for c, a, b in BUCKETED:
+        if c.off_setup(cfg, device.type) or (c is BUCKETED[0][0] and not graphs.one_per_bucket):
+            out[c.key] = None
+            continue
+        d = out[c.key] = c.decide(decide_speedup, strategy_fn(w, cfg.batch, a, cfg.min_bucket),
+                                  strategy_fn(w, cfg.batch, b, cfg.min_bucket), cfg=cfg, device=device)
+        print(f"{a} over {b}: {value_text(d.value, d.low, d.high, 'x')} (99% interval, {d.how}; {d.seconds:.1f} s)")
+    return out
+
+
+def decide_flat_step(run, found: Findings) -> StepRatio:
+    """One step of B slots with at most 10% of its rows active over one with all active (single steps of full on the
+    ladder's first chunk, `step_fns`), in paired rounds against flat_step's side (<= 1.33; judged either way in
+    `evidence`); printed."""
+    cfg, device = run.cfg, run.device
+    busy, idle, active = step_fns(found.ladder, cfg.batch, 0.1)
+    d = FLAT_STEP.decide(decide_speedup, idle, busy, cfg=cfg, device=device, min_rounds=30)  # 30 rounds: cheap
+    print(f"one step at {active:.0%} of its rows active over one with all active: "
+          f"{value_text(d.value, d.low, d.high, 'x')} (99% interval, {d.how})")
+    return StepRatio(d, active)
 
 
 def either_way(r: Measured) -> Measured:
@@ -212,64 +346,53 @@ def either_way(r: Measured) -> Measured:
     return Measured(f(r.value), min(low, f(r.value)), max(f(r.low), f(r.high), f(r.value)))
 
 
-def evidence(run, ladder: Workload, *, ms: dict, res: dict, busy: list, idle: list, n_shapes: dict,
-             one_per_bucket: bool) -> dict:
-    """Each claim's measurement and its sentence, keyed by claim (what `CLAIMS.judge` takes), on the `ladder` workload
-    at the run's batch and smallest bucket: `ms` / `res` per strategy (`time_strategies`: the table), `busy` / `idle`
-    full's traced step times at 100% and <= 10% active (reported only), `n_shapes` the batch shapes compact and
-    bucketed ran, `one_per_bucket` the graph count's check. Timed here, in paired rounds (`Claim.decide`):
-    - one step with <= 10% of its rows active over one with all active (single steps), decided against the claim's
-      side (<= 1.33) and judged either way (`either_way`);
-    - recycle over full, decided against the first of target_3x, target_4x, early_exit that is this run's setup.
-      A decision's sequence of intervals holds at every look at once (`perflab.kit.verdicts`), so the interval it
-      stopped at judges the pair's other thresholds too, and, times the useful share, the ideal;
-    - each bucketed target in rounds of its own, where it is this run's setup."""
-    cfg, device = run.cfg, run.device
-    batch, min_bucket = cfg.batch, cfg.min_bucket
-    full = res["full"]
-    useful, dt = full.slot_steps - full.wasted_slot_steps, device.type
-    share = useful / full.slot_steps
-    where = f"the ladder ({len(ladder.candidates):,} candidates, B={batch}, {dt})"
-    table = ", ".join(f"{s} {ms['full'].median / m.median:.2f}x" for s, m in ms.items() if s != "full")
-    fn = {s: strategy_fn(ladder, batch, s, min_bucket) for s in ("full", "recycle", "masked", "bucketed")}
+# ---- the claims' evidence (`card.judge`) ---------------------------------------------------------------------
+
+def evidence(run, found: Findings) -> dict[str, Evidence]:
+    """Each claim's Evidence, keyed by claim, read from `found` alone (nothing is timed here): the flat step
+    (`decide_flat_step`, either way), the useful share and the batch shapes (`traced_runs`, exact counts), the one
+    recycle decision (`decide_recycle`) for every recycle claim and, times the useful share, for the ideal's share,
+    the bucketed targets (`decide_bucketed`); v10 is another engine's number, not comparable."""
+    cfg, dt = run.cfg, run.device.type
+    w, batch = found.ladder, cfg.batch
+    where = _where(w, batch, run.device)
+    full = found.runs["ladder"]["full"]
+    useful, share = full.slot_steps - full.wasted_slot_steps, found.useful_share()
     out = {}
-    step_busy, step_idle, active = step_fns(ladder, batch, 0.1)
-    f = FLAT_STEP.decide(decide_speedup, step_idle, step_busy, cfg=cfg, device=device, min_rounds=30)  # 30 rounds: cheap
-    traced = (f"; in the traced run {1e3 * _median(busy):.2f} ms ({len(busy)} steps) and {1e3 * _median(idle):.2f} ms "
-              f"({len(idle)} steps)" if busy and idle else "")
-    out["flat_step"] = (either_way(f.measured), f"one step of B={batch} slots with {active:.0%} of its rows active "
-                        f"over one with all active: {interval(f.measured)} ({f.how}, 99% interval), "
-                        f"either way{traced}")
-    out["wasted"] = (Measured.exact(share), f"{useful} useful of {full.slot_steps} rows computed by full ({share:.0%}) "
-                                            "on seed-like lengths")
-    lead = next(c for c in RECYCLE if not c.off_setup(cfg, dt))          # early_exit has no setup: always one
-    d = lead.decide(decide_speedup, fn["full"], fn["recycle"], cfg=cfg, device=device)
-    said = f"recycle over full on {where} in paired rounds; the table's medians: {table}"
-    also = f"{said} (the rounds decided for {lead.key}, judged against this claim's threshold)"
+    f = found.flat_step
+    out["flat_step"] = Evidence(either_way(f.decision.measured),
+                                f"one step of B={batch} slots with {f.active:.0%} of its rows active over one with all "
+                                f"active: {value_text(f.decision.value, f.decision.low, f.decision.high, 'x')} "
+                                f"({f.decision.how}), either way")
+    out["wasted"] = Evidence(Measured.exact(share), f"{useful:,} useful of the {full.slot_steps:,} rows full computed "
+                                                    f"({share:.1%}) on {where}: {1 / share:.2f}x the useful work")
+    d, lead = found.recycle, lead_claim(cfg, dt)
+    said = f"recycle over full on {where}, whole runs in paired rounds"
     for c in RECYCLE:
-        out[c.key] = (d, said) if c is lead else (d.rejudge(**c.rule), also)
+        out[c.key] = (Evidence(d, said) if c is lead else
+                      Evidence(d.rejudge(**c.rule), f"{said} (the rounds decided for {lead.key}, judged against this "
+                                                    "claim's threshold)"))
     ideal = Measured(d.value * share, d.low * share, d.high * share)
-    out["target_ideal"] = (ideal, f"recycle at {interval(ideal, '%')} of the ideal: recycle over full {interval(d.measured)} times "
-                                  f"the useful share {share:.1%} ({res['recycle'].steps_executed} steps against full's "
-                                  f"{full.steps_executed})")
-    out["compaction"] = (Measured.exact(n_shapes["compact"] - n_shapes["bucketed"]),
-                         f"compact ran {n_shapes['compact']} distinct batch shapes, bucketed {n_shapes['bucketed']}")
+    out["target_ideal"] = Evidence(ideal, f"recycle over full {value_text(d.value, d.low, d.high, 'x')} times the "
+                                          f"useful share {share:.1%} ({found.runs['ladder']['recycle'].steps_executed} "
+                                          f"steps against full's {full.steps_executed})")
+    compact, bucketed = found.shapes("compact"), found.shapes("bucketed")
+    out["compaction"] = Evidence(Measured.exact(compact - bucketed),
+                                 f"compact ran {compact} distinct batch shapes on {where}, bucketed {bucketed}: "
+                                 f"{compact - bucketed} more graphs to capture")
+    vs = found.vs_full()
     for c, a, b in BUCKETED:
-        key = c.key
-        said = f"{a} over {b} on {where}"
+        e = found.bucketed[c.key]
         if c.off_setup(cfg, dt):
-            out[key] = (None, f"{said}: {ms[a].median / ms[b].median:.2f}x in the table's medians, not judged here")
-        elif key == "bucketed_masked" and not one_per_bucket:
-            out[key] = (Measured.exact(0.0), "a bucket compiled more than one graph")
+            ratio = vs[b].value / vs[a].value
+            out[c.key] = Evidence(None, f"{a} over {b} on {where}: {num(ratio, True)}x in the benchmark's rounds "
+                                        "(indicative), not judged here")
+        elif c is BUCKETED[0][0] and not found.graphs.one_per_bucket:
+            out[c.key] = Evidence(Measured.exact(0.0), "a bucket compiled more than one graph")
         else:
-            e = c.decide(decide_speedup, fn[a], fn[b], cfg=cfg, device=device)
-            out[key] = (e, f"{said} in paired rounds; one graph per bucket: {one_per_bucket}")
-    out["v10"] = (None, f"recycle {1e3 * ms['recycle'].median / len(full.score):.3f} ms per candidate here ({dt}, "
-                        f"B={batch})")
+            out[c.key] = Evidence(e, f"{a} over {b} on {where}, whole runs in paired rounds; one graph per bucket: "
+                                     f"{found.graphs.one_per_bucket}")
+    ms = found.timing["ladder"].ms["recycle"]
+    out["v10"] = Evidence(None, f"recycle {1e3 * ms.mean / len(w.candidates):.3f} ms per candidate here ({dt}, B={batch}, "
+                                f"mean of {len(ms.raw_times)} rounds)")
     return out
-
-
-def _median(xs) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
