@@ -6,11 +6,12 @@ import pytest
 
 from perflab.kit.bench import from_times
 from perflab.prover.evaluation import study
+from perflab.prover.evaluation.sweep import SweepPoint
 
 
-def _point(batch: int, steps: int, seconds: float) -> study.SweepPoint:
+def _point(batch: int, steps: int, seconds: float) -> SweepPoint:
     m = from_times([seconds * f for f in (0.98, 1.0, 1.02) * 4], label="rollout of one chunk", sub_label=f"B={batch}")
-    return study.SweepPoint(batch, m, steps, 0.0, 0, "")
+    return SweepPoint(batch, m, steps, 0.0, 0, "")
 
 
 def test_the_floors_share_is_the_steps_bytes_over_the_bandwidth_over_the_best_chunks_time(monkeypatch):

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .formatting import num, value_text, with_unit
-from .verdicts import Decision, Measured, judge
+from .judge import Decision, Measured, judge
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 

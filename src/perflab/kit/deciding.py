@@ -34,13 +34,14 @@ How they are judged (`perflab.kit.intervals`):
   decision's interval (or on the other side of the threshold), the note says so and the rounds begin again with the
   longer blocks (a job's loop is the longer blocks'), once.
 - The budget is wall time: warm-up, calibration, rounds and the check stay within `max_run_time`, or one call of
-  each side when that is longer (a round that would not fit is not started); `Decision.seconds` is that wall time.
-  Compile before deciding: a first call that compiles is a call.
+  each side when that is longer (a round that would not fit is not started); `Decision.seconds` is that wall time,
+  from the call's entry: a process's first decision pays torch's and scipy.special's import in it. Compile before deciding: a first call that compiles is a call.
 """
 from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Callable
 
 from .formatting import num, num_interval
@@ -330,18 +331,27 @@ class _Paired:
         self.to.clear()
 
 
+def _started(sw, clock, entered: float) -> float:
+    """When the decision's budget began on `sw`'s clock: on the real clock, when the call entered (a process's first
+    decision imports torch and scipy.special and builds its stopwatch, 1-2 s: inside the budget and `seconds`, issue
+    50); on an injected clock (tests, the battery's simulation) when its stopwatch was built, no real second charged."""
+    now = sw.clock()
+    return now - (time.perf_counter() - entered) if clock is None else now
+
+
 def paired(who: str, quantity: str, baseline, optimized, *, of: str, scale: float, at_least, at_most, partly,
             max_run_time, confidence, block, min_rounds, device, clock, waited, seed) -> Decision:
     """Paired rounds of two sides (module doc); `of`: "ratio" (scale x mean time per call of baseline / of optimized)
     or "saving" ((baseline - optimized) mean time per call x scale)."""
-    from .rounds import Side, Stopwatch, warm_up
+    entered = time.perf_counter()
+    from .rounds import Side, Stopwatch, warm_up  # torch's import, the first time: counted below
 
     rule = dict(at_least=at_least, at_most=at_most, partly=partly)
     _check_args(who, {"baseline": baseline, "optimized": optimized}, rule=rule, max_run_time=max_run_time,
                 confidence=confidence, block=block)
-    prepare()  # the intervals' tables imported before the clock starts (once per process)
+    prepare()  # the intervals' tables (scipy.special), once per process: counted below
     sw = Stopwatch(device, clock=clock, waited=waited)
-    started = sw.clock()
+    started = _started(sw, clock, entered)
     deadline = started + max_run_time
     sides = [Side("baseline", baseline), Side("optimized", optimized)]
     warm = warm_up(sides, sw, block=block, until=started + WARM_SHARE * max_run_time,
@@ -396,6 +406,7 @@ def _apart(m: Measured, typ: tuple, tb: list[float], to: list[float], quantity: 
 def timed(fn, *, rule: dict, scale: float, quantity: str, max_run_time: float, confidence: float, block: float,
           drift: float, device, clock, waited) -> Decision:
     """`decide_time`'s decision (`perflab.kit.verdicts`): one side in blocks, its mean time per call."""
+    entered = time.perf_counter()
     at_least, at_most, partly = rule["at_least"], rule["at_most"], rule["partly"]
     from .rounds import Side, Stopwatch, size_blocks, warm_up
 
@@ -403,7 +414,7 @@ def timed(fn, *, rule: dict, scale: float, quantity: str, max_run_time: float, c
     _check_args("decide_time", {"fn": fn}, rule=rule, max_run_time=max_run_time, confidence=confidence, block=block)
     prepare()
     sw = Stopwatch(device, clock=clock, waited=waited)
-    started = sw.clock()
+    started = _started(sw, clock, entered)
     side = Side("fn", fn)
     notes = [warm_up([side], sw, block=block, until=started + WARM_SHARE * max_run_time,
                      not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))]
@@ -442,14 +453,13 @@ def timed(fn, *, rule: dict, scale: float, quantity: str, max_run_time: float, c
 
 def samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence, warmup, min_rounds, clock,
              rate: bool, drift: float) -> Decision:
-    import time
-
+    entered = time.perf_counter()
     _check_args(who, {"measure_once": measure_once}, rule=rule, max_run_time=max_run_time, confidence=confidence)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"{who}: warmup must be a number of calls >= 0, got {warmup!r}")
     prepare()
+    started = clock() if clock else entered   # the real clock: from the call's entry, the first import counted
     clock = clock or time.perf_counter
-    started = clock()
     for _ in range(warmup):
         measure_once()
     xs: list = []

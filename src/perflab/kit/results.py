@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from .env import fingerprint
-from .verdicts import VERDICTS
+from .judge import VERDICTS
 
 KINDS = ("measurement", "value", "check", "claim", "run", "note", "diagnosis")
 # how a sweep point's job ended when its notebook did not end it (perflab.runner.slurm names them from Slurm's word)

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from . import rounds as _rounds  # noqa: F401  torch's import paid here, not inside a process's first decision (issue 50)
 from .deciding import BLOCK, DRIFT, _positive, paired, samples, timed
+from .intervals import prepare
 from .judge import CONFIDENCE, VERDICTS, Decision, Measured, judge
+
+prepare()   # scipy.special's tables too: a decision's budget is its rounds' (what it still sets up is counted in it)
 
 __all__ = ["VERDICTS", "CONFIDENCE", "BLOCK", "DRIFT", "Measured", "Decision", "judge", "decide_speedup",
            "decide_saving", "decide_time", "decide_value", "decide_rate"]
