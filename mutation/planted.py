@@ -4,8 +4,7 @@ the checkout and runs its named tests, then the fast tier, then the slow tier of
 
 A bug is (name, area, file, old, new, why, kills, folder): `old` must occur exactly once in `file` (plant.py refuses
 one that no longer applies: update the bug with the code); `kills` are the tests written for it (pytest node ids);
-`folder` is the tests/ folder whose slow tier it is run against when the fast tier misses it. The lead's refactor of
-the studies' evidence into typed findings will move the claim-glue bugs' tests (tests/*/test_*_glue.py)."""
+`folder` is the tests/ folder whose slow tier it is run against when the fast tier misses it."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -45,10 +44,10 @@ PLANTED = (
     # ---- the parameters and presets -------------------------------------------------------------------------
     Bug("preset-wins-over-p", "params/presets", "src/perflab/runner/catalog.py",
         "    params: dict[str, Any] = {}\n    if preset:\n        f = preset_file(preset, name, p_dir, path.parent)\n"
-        "        if f is not None:\n            params.update(load_preset(f))\n    params.update(overrides or {})",
+        "        if f is not None:\n            params.update(load_preset_file(f))\n    params.update(overrides or {})",
         "    params: dict[str, Any] = dict(overrides or {})\n    if preset:\n"
         "        f = preset_file(preset, name, p_dir, path.parent)\n        if f is not None:\n"
-        "            params.update(load_preset(f))",
+        "            params.update(load_preset_file(f))",
         "the preset read after the -p overrides: `--params gpu -p batch=8` runs (and records) the preset's batch",
         ("tests/runner/test_cli.py::test_p_wins_over_the_preset_on_the_same_key",
          "tests/runner/test_cli.py::test_what_a_run_records_is_what_its_notebook_ran_with_a_preset_and_p"),
@@ -124,7 +123,7 @@ PLANTED = (
         "after one iteration (the template's blobs settle in one, so its old test passed)",
         ("tests/runner/test_new_study.py::test_the_studys_early_stop_is_tested_on_data_that_needs_many_iterations",),
         "tests/runner"),
-    # ---- each study's claim glue (tests/*/test_*_glue.py: against today's functions; the typed findings move them)
+    # ---- each study's claim glue (tests/*/test_*_glue.py, beside the injected-findings tests of the typed findings)
     Bug("02-floor-factor-inverted", "claim glue", "src/perflab/probe1d/study.py",
         'scale=1 / per_call, quantity="times the floor"',
         'scale=per_call, quantity="times the floor"',
@@ -143,20 +142,23 @@ PLANTED = (
         "ideal = Measured(d.value / share, d.low / share, d.high / share)",
         "04: recycle's share of the ideal divided by the useful share instead of multiplied (the ideal's speedup is 1 / "
         "share): 81% reads 134%",
-        ("tests/prover/test_early_exit_glue.py::test_the_ideals_share_is_recycle_over_full_times_the_useful_share",),
+        ("tests/prover/test_early_exit_glue.py::test_the_ideals_share_is_recycle_over_full_times_the_useful_share",
+         "tests/prover/test_prover_early_exit_claims.py::test_every_claim_is_decided_at_the_injected_value_in_its_unit"),
         "tests/prover"),
     Bug("05-saving-per-batch", "claim glue", "src/perflab/vae/study.py",
-        "per=cfg.epoch_batches / len(batches), cfg=cfg, device=device)",
-        "per=cfg.epoch_batches, cfg=cfg, device=device)",
+        "per=cfg.epoch_batches / len(i.timed_batches), cfg=cfg, device=run.device)",
+        "per=cfg.epoch_batches, cfg=cfg, device=run.device)",
         "05: a saving per timed epoch scaled by the seed's batches per epoch, as if per batch: len(batches) times too "
         "large (10x on the CPU defaults, 50x on the GPU preset)",
-        ("tests/vae/test_vae_glue.py::test_each_saving_is_scaled_to_the_seeds_epoch_and_each_speedup_times_whole_epochs",),
+        ("tests/vae/test_vae_glue.py::test_each_saving_is_seconds_saved_per_seeds_epoch_of_epoch_batches_batches",
+         "tests/vae/test_vae_evidence.py::test_the_savings_are_decided_per_epoch_of_the_runs_steps"),
         "tests/vae"),
     Bug("06-gain-scale-inverted", "claim glue", "src/perflab/latentwire/study.py",
         'scale = results[v].samples_per_step / results["baseline"].samples_per_step',
         'scale = results["baseline"].samples_per_step / results[v].samples_per_step',
         "06: a gain's samples-per-step scale inverted: the batch-size and all-together gains read per step the wrong "
         "way round (3.37x reads 0.05x); invisible at scale 1, where the CPU's timed gains are",
-        ("tests/latentwire/test_latentwire_glue.py::test_each_gain_is_decided_per_sample_the_variants_samples_per_step_over_the_baselines",),
+        ("tests/latentwire/test_latentwire_glue.py::test_each_gain_is_decided_per_sample_the_variants_samples_per_step_over_the_baselines",
+         "tests/latentwire/test_latentwire_evidence.py::test_each_variant_is_decided_once_against_the_baseline_and_every_claim_on_it_judged_on_that"),
         "tests/latentwire"),
 )

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from perflab.kit.card import VerdictCard, card_html, card_markdown, device_text, untested_line
-from perflab.kit.claims import Claim, ClaimError, Claims, Evidence
+from perflab.kit.claims import Claim, ClaimError, Claims, Evidence, as_row
 from perflab.kit.formatting import value_text, with_unit
 from perflab.kit.notebook import open_run
 from perflab.kit.results import read_rows
@@ -188,3 +188,13 @@ def test_a_timed_claim_that_misses_names_the_diagnosed_cause_and_others_do_not()
     assert "**does not hold**" in md                                  # a count that misses: no timed cause
     assert f"{cause} (perflab diagnose)" in card_html(rows, cause=cause)
     assert card_markdown(rows).count("perflab diagnose") == 0
+
+
+def test_the_details_show_every_sentence_whole():
+    """pandas cuts a cell at 50 characters in a notebook (display.max_colwidth): the card's details are sentences."""
+    long = "x" * 60 + " the end of a sentence"
+    card = VerdictCard(Claims(Claim("speed", "2x faster", ">= 2x", at_least=2.0)))
+    card.rows = [as_row({"key": "speed", "claim": "2x faster", "verdict": "holds", "measured": long, "why": "",
+                         "value": 3.0, "low": 2.5, "high": 3.5})]
+    d = card.details()
+    assert long in d._repr_html_() and long in repr(d) and d.loc["speed", "measured here"] == long

@@ -1,11 +1,17 @@
-"""06's claim glue (issue 48's planted bugs): what `study.decide_gains` hands each gain claim's decision, on a
-variant whose samples per step differ from the baseline's (the tests elsewhere time variants at scale 1, where an
-inverted scale reads the same). Written against today's `study.decide_gains`; the refactor of each study's evidence
-into typed findings will move it."""
+"""06's claim glue (issue 48's planted bugs): what `study.decide_gains(run, results, trainers)` hands each gain
+claim's decision, on variants whose samples per step all differ from the baseline's (the CPU ablation times most
+variants at scale 1, where an inverted scale reads the same). test_latentwire_evidence.py checks the same scale on
+the injected findings; here every variant's scale is distinct, the budget and the stopped workers are checked, and a
+variant the ablation did not run is not decided."""
 import types
 
+import torch
+
 from perflab.kit.claims import Claim
-from perflab.latentwire import claims, study
+from perflab.kit.verdicts import Decision
+from perflab.latentwire import study
+from perflab.latentwire.ablation import TESTED_BY
+from perflab.latentwire.findings import GAINS
 from perflab.latentwire.params import LatentWireParams
 
 
@@ -27,24 +33,23 @@ def test_each_gain_is_decided_per_sample_the_variants_samples_per_step_over_the_
     monkeypatch.setattr(Claim, "off_setup", lambda self, cfg=None, device_type="": "")
     calls = {}
 
-    def decide_speedup(base, opt, *, scale, **kw):
-        calls[opt()] = (base(), scale, kw["max_run_time"])
-        return types.SimpleNamespace(scale=scale)
+    def decide_speedup(base, opt, *, scale, max_run_time, device, **rule):
+        calls[opt()] = (base(), scale, max_run_time)
+        return Decision("", scale, scale, scale, 1, 0.1, 0.99, "speedup", **rule)   # its value: the scale it got
     monkeypatch.setattr(study, "decide_speedup", decide_speedup)
-    gains = [k for k, how in claims.MEASURED_BY.items() if how == "gain"]
-    variants = {claims.VARIANTS[k] for k in gains}
-    per_step = {"baseline": 4, **{v: 4 * (2 + i) for i, v in enumerate(sorted(variants))}}
+    variants = sorted({TESTED_BY[k] for k in GAINS})
+    per_step = {"baseline": 4, **{v: 4 * (2 + i) for i, v in enumerate(variants)}}
     trainers = {v: _Trainer(v) for v in per_step}
     results = {v: types.SimpleNamespace(samples_per_step=n) for v, n in per_step.items()}
-    cfg = LatentWireParams(verdict_time=0.7)
-    out = study.decide_gains(trainers, results, cfg=cfg, device="cpu")
-    assert set(out) == set(gains)
-    for key in gains:
-        v = claims.VARIANTS[key]
-        assert out[key].scale == per_step[v] / 4, key
+    run = types.SimpleNamespace(cfg=LatentWireParams(verdict_time=0.7), device=torch.device("cpu"))
+    out = study.decide_gains(run, results, trainers)
+    assert set(out) == set(GAINS)
+    for key in GAINS:
+        v = TESTED_BY[key]
+        assert out[key].value == per_step[v] / 4, key
         assert calls[v] == ("baseline", per_step[v] / 4, 0.7)
         assert trainers[v].paused >= 1                      # its DataLoader workers stopped after its rounds
-    missing = sorted(variants)[0]                           # a variant the ablation did not run: not decided
+    missing = variants[0]                                   # a variant the ablation did not run: not decided
     trainers.pop(missing)
-    again = study.decide_gains(trainers, results, cfg=cfg, device="cpu")
-    assert all((again[k] is None) == (claims.VARIANTS[k] == missing) for k in gains)
+    again = study.decide_gains(run, results, trainers)
+    assert all((again[k] is None) == (TESTED_BY[k] == missing) for k in GAINS)

@@ -16,6 +16,7 @@ into the README, so a number reads the same wherever it is shown.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 from collections.abc import Iterable, Mapping
@@ -248,9 +249,10 @@ class VerdictCard:
 
         from .claims import judged_text, verdict_text
 
-        return pd.DataFrame([{"claim": r.key, "verdict": verdict_text(r), "measured here": r.measured,
-                              "judged": judged_text(r), "measured by": r.measured_by}
-                             for r in self.rows or []]).set_index("claim")
+        frame = pd.DataFrame([{"claim": r.key, "verdict": verdict_text(r), "measured here": r.measured,
+                               "judged": judged_text(r), "measured by": r.measured_by}
+                              for r in self.rows or []]).set_index("claim")
+        return _whole_frame()(frame)
 
     def _pending(self):
         return [] if self.rows is not None else list(self.claims)
@@ -278,3 +280,21 @@ def _display(obj):
     if get_ipython() is None:
         return None
     return display(obj, display_id=True)
+
+
+@functools.cache
+def _whole_frame():
+    """A DataFrame that shows every sentence whole (pandas cuts a cell at display.max_colwidth, 50 characters)."""
+    import pandas as pd
+
+    class Whole(pd.DataFrame):
+        def _repr_html_(self):
+            with pd.option_context("display.max_colwidth", None):
+                return super()._repr_html_()
+
+        def __repr__(self):
+            with pd.option_context("display.max_colwidth", None, "display.max_columns", None,
+                                   "display.expand_frame_repr", False):
+                return super().__repr__()
+
+    return Whole

@@ -142,7 +142,7 @@ def blocks(root: Path) -> dict[str, dict[str, str]]:
     page = Path("docs/results.md")
     out = {"README.md": {"headlines": headlines(studies)},
            page.as_posix(): {"cpu": cards(studies, root, KEEP, page)}}
-    if (root / H100 / "results.jsonl").is_file():
+    if any((root / H100 / f).is_file() for f in ("results.jsonl", "results.jsonl.gz")):
         out[page.as_posix()]["h100"] = cards(kept_rows(root, H100), root, None, page)
     return out
 
