@@ -35,7 +35,8 @@ How they are judged (`perflab.kit.intervals`):
   longer blocks (a job's loop is the longer blocks'), once.
 - The budget is wall time: warm-up, calibration, rounds and the check stay within `max_run_time`, or one call of
   each side when that is longer (a round that would not fit is not started); `Decision.seconds` is that wall time,
-  from the call's entry: a process's first decision pays torch's and scipy.special's import in it. Compile before deciding: a first call that compiles is a call.
+  from the call's entry (torch's and scipy.special's imports are paid when `perflab.kit.verdicts` is imported). Compile
+  before deciding: a first call that compiles is a call.
 """
 from __future__ import annotations
 
