@@ -24,9 +24,9 @@ import datetime as _dt
 from pathlib import Path
 
 from ..kit.formatting import SPEEDUP_NOTE, fmt_seconds, reference_rows, short, sig, speedup_text
+from ..kit.judge import VERDICTS
 from ..kit.paths import repo_root
 from ..kit.results import executions, latest, latest_judged, read_rows, results_file
-from ..kit.judge import VERDICTS
 from .report_claims import NO_FIGURE, claims_png, figure_name, judged_cell, verdict_cell
 from .report_rows import impl, started, status
 from .sweep_figures import sweep_claims_figure, sweep_plot
