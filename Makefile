@@ -86,9 +86,14 @@ nbval:
 # conditional-numerical-reproducibility path (the BLAS of the torch wheels, which takes other paths on AMD and on
 # Intel). A checked cell that prints what depends on the host's kernels (a rounding-level magnitude) fails here on
 # your machine first, not on a user's. .ci/run runs it after make test.
+# Its own inductor cache: inductor's cache key does not hold ATEN_CPU_CAPABILITY, so kernels compiled here without
+# vector code were read back by every later compile of the same graph in the shared cache (02's compiled LM iteration
+# went from 2.9x faster than eager to 1.7x slower), and this leg would read the vector kernels of earlier runs.
+KERNELS_INDUCTOR_CACHE ?= $(or $(TMPDIR),/tmp)/perflab-inductor-aten-default
 nbval-kernels: setup
-	@echo "nbval under ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE"
-	@ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE $(MAKE) --no-print-directory nbval
+	@echo "nbval under ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE (inductor cache $(KERNELS_INDUCTOR_CACHE))"
+	@ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE TORCHINDUCTOR_CACHE_DIR=$(KERNELS_INDUCTOR_CACHE) \
+	  $(MAKE) --no-print-directory nbval
 
 # pytest only: nbval's checked outputs were made on the pinned torch; the Slurm and browser tests drive clients
 # (slurm-wlm, chromium), which do not depend on torch's version; the wheel test installs a torch of its own (here
