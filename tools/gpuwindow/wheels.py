@@ -270,7 +270,8 @@ def modules(root: Path) -> dict[str, list[str]]:
                          if not line.lstrip().startswith(("%", "!")))
         add(_imports(ast.parse(code), False), f)
     local = {"perflab"} | {p.stem for p in (root / "tests").rglob("*.py")} | \
-        {p.name for p in (root / "tools").iterdir() if p.is_dir()}   # the tests' own helpers, the window tooling
+        {p.stem for p in (root / "mutation").glob("*.py")} | \
+        {p.name for p in (root / "tools").iterdir() if p.is_dir()}   # the tests' own helpers (mutation/'s too), the tooling
     return {m: sorted(fs) for m, fs in sorted(found.items())
             if m not in sys.stdlib_module_names and m not in local and not m.startswith("_")}
 

@@ -61,9 +61,11 @@ def _on(device: str) -> str:
 
 
 def _missed(r: ClaimRow) -> bool:
-    """A timed claim (decided in rounds) that does not hold or holds only partly: where the card names the top cause
-    `perflab diagnose` found."""
-    return r.rounds is not None and r.verdict in ("does not hold", "partly holds")
+    """A speedup claim ('at least Nx faster', decided in rounds) that does not hold or holds only partly: where the
+    card names the top cause `perflab diagnose` found in the baseline, what the optimized version had to remove. Not a
+    bound on one version's own time (within 3x of the floor: at_most), whose cause is that version's."""
+    return (r.rounds is not None and r.verdict in ("does not hold", "partly holds") and r.unit == "x"
+            and r.at_least is not None)
 
 
 def verdict_cell(r: ClaimRow, cause: str = "") -> str:
