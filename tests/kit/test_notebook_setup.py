@@ -65,3 +65,20 @@ def test_a_notebook_without_a_registered_schema_is_checked_from_its_cell(tmp_pat
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "notebooks", d)
     assert main(["run", "tiny", "-p", "scale=big", "--notebooks", str(d), "--out", str(tmp_path / "o")]) == 2
     assert "parameter 'scale' must be float, got str 'big'" in capsys.readouterr().err
+
+
+def test_a_time_scale_shortens_every_timed_claims_budget_and_the_run_says_so(tmp_path, capsys, monkeypatch):
+    """make nbval sets PERFLAB_TIME_SCALE: the checked cells print counts and pass/fail, which no budget changes, and
+    04's three 45-s decisions were most of nbval's 7 minutes. The run records the budget it ran with, as set."""
+    from perflab.kit.results import read_rows
+
+    monkeypatch.setenv("PERFLAB_TIME_SCALE", "0.25")
+    run = setup("03_eval", {"verdict_time": 2.0, "out_dir": str(tmp_path), "device": "cpu", "threads": 0}, EvalParams)
+    assert run.cfg.verdict_time == 0.5 and run.log.params_set["verdict_time"] == 0.5
+    assert "PERFLAB_TIME_SCALE=0.25: every timed claim's budget 2 s -> 0.5 s" in capsys.readouterr().out
+    [note] = [r for r in read_rows(tmp_path / "results.jsonl") if r["kind"] == "note"]
+    assert note["time_scale"] == 0.25 and note["params"]["verdict_time"] == 0.5
+    for bad in ("0", "1.5", "fast"):
+        monkeypatch.setenv("PERFLAB_TIME_SCALE", bad)
+        with pytest.raises(ValueError, match=f"PERFLAB_TIME_SCALE='{bad}': give a number in \\(0, 1\\]"):
+            setup("03_eval", {"out_dir": str(tmp_path), "device": "cpu", "threads": 0}, EvalParams)

@@ -19,12 +19,14 @@ Where an execution writes: rows go to `<out>/results.jsonl` (appended, tagged wi
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from .formatting import num
 from .results import ResultsLog
 
 
@@ -90,6 +92,7 @@ def setup(study: str, namespace: dict, schema: type | None = None, *, card=None)
         raise TypeError(f"setup({study!r}, globals(), Params): name the notebook's parameters dataclass as the third "
                         "argument (`perflab run` reads it from this call too)")
     cfg, set_ = as_run(namespace, schema)  # refuses a setup above the parameters cell, or a cell off the defaults
+    cfg, set_, scaled, scale = _time_scaled(cfg, set_)
     threads = getattr(cfg, "threads", 0)
     if threads:
         torch.set_num_threads(threads)  # small ops on a shared CPU: extra OpenMP threads mostly wait
@@ -98,6 +101,35 @@ def setup(study: str, namespace: dict, schema: type | None = None, *, card=None)
     run.log.params_set = set_  # what the report's run table shows: the values setup read, where not the defaults
     run.device = device
     print(environment_line(device))
+    if scaled:
+        print(scaled)
+        run.log.note(scaled, time_scale=scale)
     if card is not None:
         card.attach(run)
     return run
+
+
+TIME_SCALE = "PERFLAB_TIME_SCALE"
+
+
+def _time_scaled(cfg, set_: dict):
+    """`PERFLAB_TIME_SCALE=s` (0 < s <= 1): every timed claim's budget, `verdict_time`, times s, for a check that the
+    notebook runs (make nbval sets it: its checked cells print counts and pass/fail, which no budget changes), not for
+    numbers to quote. The run records the budget it ran with (as set), and says so. -> (cfg, set_, the line or '',
+    the scale)"""
+    raw = os.environ.get(TIME_SCALE, "").strip()
+    if not raw or not hasattr(cfg, "verdict_time"):
+        return cfg, set_, "", 1.0
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = math.nan
+    if not 0 < scale <= 1:
+        raise ValueError(f"{TIME_SCALE}={raw!r}: give a number in (0, 1], the share of each timed claim's budget "
+                         "(verdict_time) to spend, or unset it")
+    if scale == 1:
+        return cfg, set_, "", 1.0
+    t = cfg.verdict_time * scale
+    line = (f"{TIME_SCALE}={raw}: every timed claim's budget {num(cfg.verdict_time)} s -> {num(t)} s (a check that "
+            "the notebook runs, not numbers to quote: the verdicts decide less)")
+    return dataclasses.replace(cfg, verdict_time=t), {**set_, "verdict_time": t}, line, scale
