@@ -43,6 +43,29 @@ class Prepared:
                 f"{rate(log.success[-5:]):.2f}"]
 
 
+@dataclasses.dataclass
+class OnPrepared:
+    """What a prover notebook's measurements run on: its `Prepared` (graph, engine, policy) and what the study adds
+    (a subclass's fields), read through as `.kg`, `.engine`, `.policy`, `.dataset`."""
+    prepared: Prepared
+
+    @property
+    def kg(self):
+        return self.prepared.kg
+
+    @property
+    def engine(self):
+        return self.prepared.engine
+
+    @property
+    def policy(self):
+        return self.prepared.policy
+
+    @property
+    def dataset(self) -> str | None:
+        return self.prepared.dataset
+
+
 def prepare(run) -> Prepared:
     """The graph, its engine and the trained policy of `run` (its parameters and device); the policy's weights are
     saved in the run's folder (`policy.pt`)."""

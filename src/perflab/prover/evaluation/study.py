@@ -33,7 +33,7 @@ from ...kit.verdicts import CONFIDENCE, Decision, Measured, decide_speedup
 from ...kit.versions import Variant, Versions
 from ..core.batching import cache_bytes, choose_batch, measure_memory_model, resolve_batch, step_bytes
 from ..core.datasets import graph_label, test_queries
-from ..core.prepared import Prepared, prepare
+from ..core.prepared import OnPrepared, prepare
 from ..core.ranking import CandidateSet, corruptions
 from ..core.step import GreedyStep
 from . import baseline, optimized
@@ -58,24 +58,11 @@ def bfs_depth(kg: str, max_depth: int) -> int:
 # ---- what every measurement runs on ---------------------------------------------------------------------------
 
 @dataclasses.dataclass
-class Workload:
-    prepared: Prepared         # the graph, the engine, the trained policy
+class Workload(OnPrepared):    # prepared: the graph, the engine, the trained policy (.kg, .engine, .policy)
     queries: torch.Tensor      # [Q, 3] the test queries evaluated
     cs: CandidateSet           # each query and its corruptions
     flat: torch.Tensor         # [N, 3] the candidates, on the device
     batch: int                 # the run's batch (batch=0: the memory model's pick)
-
-    @property
-    def kg(self):
-        return self.prepared.kg
-
-    @property
-    def engine(self):
-        return self.prepared.engine
-
-    @property
-    def policy(self):
-        return self.prepared.policy
 
     def step_bytes(self, batch: int, **kw) -> int:
         return step_bytes(self.engine, self.policy, batch, **kw)

@@ -36,7 +36,7 @@ from ...kit.intervals import t_quantile
 from ...kit.verdicts import CONFIDENCE, Decision, Measured, decide_rate
 from ...kit.versions import Versions
 from ..core.datasets import graph_label, test_queries
-from ..core.prepared import Prepared, prepare
+from ..core.prepared import OnPrepared, prepare
 from . import baseline, optimized, predict, protocols, rule_table
 from .benchmark_eval import published, published_mrr
 from .claims import CLAIMS
@@ -122,25 +122,8 @@ def throughput(kg, engine, policy, model, queries: torch.Tensor, cfg: LinkConfig
 # ---- what every measurement runs on ---------------------------------------------------------------------------
 
 @dataclasses.dataclass
-class Workload:
-    prepared: Prepared         # the graph, its engine, the trained policy; a benchmark's mined rules
+class Workload(OnPrepared):    # prepared: the graph, its engine, the trained policy; a benchmark's mined rules
     queries: torch.Tensor      # [Q, 3] the test triples ranked (n_queries=0: the whole split)
-
-    @property
-    def kg(self):
-        return self.prepared.kg
-
-    @property
-    def engine(self):
-        return self.prepared.engine
-
-    @property
-    def policy(self):
-        return self.prepared.policy
-
-    @property
-    def dataset(self) -> str | None:
-        return self.prepared.dataset
 
 
 def workload(run) -> Workload:
