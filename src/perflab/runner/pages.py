@@ -24,7 +24,7 @@ from pathlib import Path
 from ..kit.card import card_markdown, device_text
 from ..kit.claims import as_row
 from ..kit.formatting import value_text
-from ..kit.results import executions, latest_judged, read_rows
+from ..kit.results import executions, latest_judged, read_rows, results_file
 
 KEEP = "outputs/refresh"                 # the evidence the pages quote, relative to the project
 H100 = "outputs/h100/1a70d9c"            # the H100 run the pages quote (judged by the rule of its day)
@@ -76,14 +76,10 @@ def _card_figure(run_dir: Path, study: str, rows: list[dict]) -> Path | None:
 def kept_rows(root: Path, where: str = KEEP) -> dict[str, list[dict]]:
     """The kept evidence: {study: rows}, from `results.jsonl.gz` (or a run's `results.jsonl`) under `root/where`."""
     folder = root / where
-    gz = folder / "results.jsonl.gz"
-    if gz.is_file():
-        with gzip.open(gz, "rt") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-    elif (folder / "results.jsonl").is_file():
-        rows = read_rows(folder / "results.jsonl")
-    else:
+    log = results_file(folder)
+    if not log.is_file():
         raise PagesError(f"{folder}: no results.jsonl.gz (write it with `perflab pages RUN_DIR`)")
+    rows = read_rows(log)
     out: dict[str, list[dict]] = {}
     for (study, point, _), rs in executions(rows).items():
         if not point and any(r["kind"] == "claim" for r in rs):
@@ -142,7 +138,7 @@ def blocks(root: Path) -> dict[str, dict[str, str]]:
     page = Path("docs/results.md")
     out = {"README.md": {"headlines": headlines(studies)},
            page.as_posix(): {"cpu": cards(studies, root, KEEP, page)}}
-    if any((root / H100 / f).is_file() for f in ("results.jsonl", "results.jsonl.gz")):
+    if results_file(root / H100).is_file():
         out[page.as_posix()]["h100"] = cards(kept_rows(root, H100), root, None, page)
     return out
 
