@@ -75,13 +75,10 @@ PLANTED = (
         ("tests/kit/test_intervals.py::test_the_mean_interval_covers_the_mean_of_independent_and_autocorrelated_rounds",),
         "tests/kit"),
     Bug("budget-after-warm-up", "decision budget", "src/perflab/kit/deciding.py",
-        "    deadline = started + max_run_time\n    sides = [Side(\"baseline\", baseline), Side(\"optimized\", optimized)]\n"
-        "    warm = warm_up(sides, sw, block=block, until=started + WARM_SHARE * max_run_time,\n"
-        "                   not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))\n",
-        "    sides = [Side(\"baseline\", baseline), Side(\"optimized\", optimized)]\n"
-        "    warm = warm_up(sides, sw, block=block, until=started + WARM_SHARE * max_run_time,\n"
-        "                   not_before=started + min(WARM_MIN * max_run_time, WARM_MIN_S))\n"
-        "    deadline = sw.clock() + max_run_time  # the rounds' budget\n",
+        "    run.notes.append(warm)\n    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, "
+        "deadline=started + budget,\n",
+        "    run.notes.append(warm)\n    looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, "
+        "deadline=sw.clock() + budget,\n",
         "the budget counted from the end of the warm-up (\"the budget is for the rounds\"): a decision takes up to "
         "1.25x max_run_time",
         ("tests/kit/test_decide.py::test_the_budget_is_wall_time_and_a_call_longer_than_it_says_so",

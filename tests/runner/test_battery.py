@@ -88,6 +88,16 @@ def test_the_command_refuses_bad_arguments_and_writes_its_tables(tmp_path, capsy
     assert "At the threshold, simulated" in (tmp_path / "BATTERY.md").read_text()
     rows = [json.loads(x) for x in (tmp_path / "simulated.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * len(sim.SIM_CASES)
+    assert main(["battery", "--reps", "0", "--far", "-1", "--out", str(tmp_path)]) == 2
+    assert "need --far >= 0, got -1" in capsys.readouterr().err
+    monkeypatch.setattr(sim, "FAR_CASES", sim.FAR_CASES[:1])
+    assert main(["battery", "--reps", "0", "--far", "2", "--out", str(tmp_path / "far")]) == 0
+    text = (tmp_path / "far" / "BATTERY.md").read_text()
+    assert "# Away from the threshold, simulated" in text and "## 25% from the threshold" in text
+    rows = [json.loads(x) for x in (tmp_path / "far" / "far.jsonl").read_text().splitlines()]
+    assert [(r["distance"], r["side"]) for r in rows] == [(0.25, "below"), (0.25, "above"), (0.15, "below"),
+                                                          (0.15, "above")]
+    assert all(r["right"] + r["wrong"] <= 1 for r in rows)
 
 
 def test_a_verdict_is_rescored_against_the_truth_of_its_time_at_the_threshold_it_was_judged_at():

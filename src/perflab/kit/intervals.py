@@ -157,12 +157,13 @@ def median(xs: Sequence[float]) -> float:
 
 
 def with_drift(value: float, low: float, high: float, drift: float, alpha: float) -> tuple[float, float]:
-    """[low, high] (a 1 - alpha interval of `value`) widened for a drift the rounds cannot see: a relative standard
-    deviation `drift` of the machine's speed between windows as long as the decision, added in quadrature to each
-    half-width (on the log scale for a positive interval, else as `drift` x |value|)."""
+    """[low, high] (an interval of `value` at its own level) widened for a drift the rounds cannot see: a relative
+    standard deviation `drift` of the machine's speed between windows as long as the decision, taken at level `alpha`
+    (two-sided: the look's) and added in quadrature to each half-width, as independent errors add (on the log scale
+    for a positive interval, else as `drift` x |value|)."""
     if drift <= 0 or not (math.isfinite(low) and math.isfinite(high)):
         return low, high
-    z = float(_special().ndtri(1 - alpha / 2))
+    z = drift_z(alpha)
     if low > 0:
         lv = math.log(value)
         down = math.sqrt((lv - math.log(low)) ** 2 + (z * drift) ** 2)
@@ -170,6 +171,11 @@ def with_drift(value: float, low: float, high: float, drift: float, alpha: float
         return math.exp(lv - down), math.exp(lv + up)
     extra = z * drift * abs(value)
     return value - math.hypot(value - low, extra), value + math.hypot(high - value, extra)
+
+
+def drift_z(alpha: float) -> float:
+    """The normal quantile a drift's bound at two-sided level `alpha` is taken at."""
+    return float(_special().ndtri(1 - alpha / 2))
 
 
 def slope(ys: Sequence[float], xs: Sequence[float], floor: float = 0.0) -> float:
@@ -186,27 +192,62 @@ def slope(ys: Sequence[float], xs: Sequence[float], floor: float = 0.0) -> float
 
 def moves_with(ys: Sequence[float], xs: Sequence[float], alpha: float = 0.1) -> bool:
     """Whether the series `ys` moves with `xs` beyond chance (Pearson's r over FEW batch means of both, t test at
-    `alpha`): a ratio that follows the load (the rounds' total time) is the load's as much as the sides'. A side
-    noisier than the other tilts the two together too, without any load: then the rule is only more careful (and
-    `load_slope` takes that noise out of how much it widens)."""
+    `alpha`). A side noisier than the other tilts the two together without any load (its slow call lowers the ratio
+    and raises the total): `follows_load` is the test that tells them apart."""
     if len(ys) < 2 * FEW:
         return False
     a, b = batch_means(ys, FEW), batch_means(xs, FEW)
-    ma, mb = sum(a) / FEW, sum(b) / FEW
+    return _correlated(a, b, alpha)
+
+
+def follows_load(ys: Sequence[float], xs: Sequence[float], alpha: float = 0.001, ahead: int = 4) -> bool:
+    """Whether the series `ys` (each round's log ratio) follows the load that `xs` tells (each round's log total),
+    beyond chance: Spearman's r of each round's `ys` against the mean of `xs` over the `ahead` rounds after it (t test
+    at `alpha`, over the rounds). The load has a memory longer than a round (tens to hundreds of ms), so a ratio that
+    responds to it moves with the next rounds' totals too; a side's own slow call (a collection, a page fault: drawn
+    at random, one round's) moves its own round's ratio and total together and no later round's, so it tells
+    nothing here (issue 50: the same-round test read a side's own slow calls as the load). Only later rounds: a
+    window on both sides of a round would share its neighbours' own noise with theirs, and count it twice. False
+    under 2 x FEW rounds (as `moves_with`: the paired rule's first look). `alpha` is small because the test is made
+    at every look and a ratio once seen to follow the load stays judged so: at 0.01, about one decision in eight of
+    sides that respond alike was read as following it over 15 looks (the crossing of a random walk's boundary)."""
+    n = len(ys) - ahead
+    if len(ys) < 2 * FEW:
+        return False
+    later = [sum(xs[i + 1:i + 1 + ahead]) / ahead for i in range(n)]
+    return _correlated(_ranks(ys[:n]), _ranks(later), alpha)
+
+
+def _ranks(xs: Sequence[float]) -> list[float]:
+    """Each value's rank (0-based; ties in the order given): Spearman's r is Pearson's over these, and a side's slow
+    calls, however slow, move a rank by one place (the test's t stays a t)."""
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    out = [0.0] * len(xs)
+    for r, i in enumerate(order):
+        out[i] = float(r)
+    return out
+
+
+def _correlated(a: Sequence[float], b: Sequence[float], alpha: float) -> bool:
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
     saa = sum((x - ma) ** 2 for x in a)
     sbb = sum((y - mb) ** 2 for y in b)
     if saa == 0 or sbb == 0:
         return False
     r = sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(saa * sbb)
-    return abs(r) * math.sqrt((FEW - 2) / max(1e-12, 1 - r * r)) > t_quantile(1 - alpha / 2, FEW - 2)
+    return abs(r) * math.sqrt((n - 2) / max(1e-12, 1 - r * r)) > t_quantile(1 - alpha / 2, n - 2)
 
 
-def load_slope(b: Sequence[float], o: Sequence[float], floor: float = 0.0) -> float:
+def load_slope(b: Sequence[float], o: Sequence[float], floor: float = 0.0, upper: float = 0.0) -> float:
     """How much the log ratio of two paired series (`b`, `o`: each round's times, positive) moves per unit of the
     load's log (half the log product: what both sides feel), over FEW consecutive batches, less what the sides' own
     noise gives it (a side noisier than the other tilts the ratio and the product together without any load: (var
     log b - var log o) within the batches, over their sizes; a load that moves both sides alike cancels there).
-    `floor`: as `slope`'s (a quiet machine's batches barely move: a slope over them would be noise)."""
+    `floor`: as `slope`'s (a quiet machine's batches barely move: a slope over them would be noise). `upper`: the
+    one-sided upper 1 - `upper` bound of its size instead (|slope| + t x its standard error over the batches): a
+    window whose load barely moved cannot tell how far the ratio follows the load, and says so by a bound near or
+    above 1 (issue 50: read as none, such a window decided on the wrong side)."""
     n = len(b)
     if n < 2 * FEW:
         return 0.0
@@ -222,8 +263,12 @@ def load_slope(b: Sequence[float], o: Sequence[float], floor: float = 0.0) -> fl
     my, mx = sum(ys) / FEW, sum(xs) / FEW
     sxx = sum((v - mx) ** 2 for v in xs) / (FEW - 1) + floor ** 2
     if sxx <= 0:
-        return 0.0
-    return (sum((u - my) * (v - mx) for u, v in zip(ys, xs)) / (FEW - 1) - noise) / sxx
+        return math.inf if upper else 0.0
+    k = (sum((u - my) * (v - mx) for u, v in zip(ys, xs)) / (FEW - 1) - noise) / sxx
+    if not upper:
+        return k
+    resid = sum((u - my - k * (v - mx)) ** 2 for u, v in zip(ys, xs)) / (FEW - 2)
+    return abs(k) + t_quantile(1 - upper, FEW - 2) * math.sqrt(resid / ((FEW - 1) * sxx))
 
 
 def trend(xs: Sequence[float], alpha: float = 0.01) -> float:

@@ -146,6 +146,8 @@ class Decision:
     warmup_calls: tuple = ()            # calls each side made before the rounds
     longer: float = math.nan            # the value over blocks LONG x longer (the check), nan when not run
     waits_removed: bool = False         # whether another process's turns on the core were taken out of the blocks
+    more: float = math.nan              # within noise: about how many seconds more of rounds would decide it at this
+    #                                     spread (inf: none would; nan: decided, or too few rounds to tell)
 
     @property
     def measured(self) -> Measured:

@@ -149,10 +149,22 @@ class Side:
             return False
         return abs((s2 / c2) / (s1 / c1) - 1) <= TOLERANCE * math.sqrt(WINDOW_CALLS / calls)
 
-    def drifted(self, recent: list[float], length: float) -> bool:
-        """Whether blocks of `recent` seconds stray more than DRIFT from `length` (the median of them)."""
-        m = sorted(recent)[len(recent) // 2]
-        return m > DRIFT * length or (self.calls > 1 and m < length / DRIFT)
+    def drifted(self, recent: list[float], length: float, shrinks: bool = False) -> bool:
+        """Whether blocks of `recent` seconds stray more than DRIFT from `length`: longer, in three blocks of four
+        (their lower quartile: a side's own slow calls, drawn at random, lengthen some blocks, not the typical one, and
+        do not re-size it, issue 50), or shorter, in half of them (their median), where the block holds more than one
+        call or `shrinks` (its length was one call's, sized from a warm-up that may have held a slow one)."""
+        return typical_block(recent) > DRIFT * length or ((self.calls > 1 or shrinks) and
+                                                           median_of(recent) < length / DRIFT)
+
+
+def typical_block(recent: list[float]) -> float:
+    """The lower quartile of blocks' seconds: what a block of a side lasts without its own slow calls."""
+    return sorted(recent)[len(recent) // 4]
+
+
+def median_of(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
 
 
 def warm_up(sides: list[Side], sw: Stopwatch, *, block: float, until: float, not_before: float = -math.inf) -> str:

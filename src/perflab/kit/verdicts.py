@@ -38,13 +38,15 @@ __all__ = ["VERDICTS", "CONFIDENCE", "BLOCK", "DRIFT", "Measured", "Decision", "
 
 def decide_speedup(baseline: Callable[[], object], optimized: Callable[[], object], *, at_least: float | None = None,
                    at_most: float | None = None, partly: float | None = None, scale: float = 1.0,
-                   max_run_time: float = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
+                   max_run_time: float | str = 2.0, confidence: float = CONFIDENCE, block: float = BLOCK,
                    min_rounds: int = 1, device=None, clock: Callable[[], float] | None = None,
                    waited: Callable[[], float] | None = None, seed: int = 0, quantity: str = "speedup") -> Decision:
     """Time `baseline()` and `optimized()` in paired rounds until the speedup (baseline's mean time per call /
     optimized's, times `scale`: e.g. the ratio of work per call when the two calls do different amounts) is settled
     against the claim `>= at_least` (or `<= at_most`), or `max_run_time` seconds of wall time are spent, the warm-up
-    included. -> Decision (`perflab.kit.deciding`).
+    included; `max_run_time="auto"`: 2 s, then up to 8 s in all where the spread says more rounds would decide (a
+    verdict left within noise says how much more would, or that none would: `Decision.more`). -> Decision
+    (`perflab.kit.deciding`).
 
     `block`: seconds of each side's block; `device`: synchronized around each block where it is a GPU (default: the
     one in use); `clock` replaces time.perf_counter and `waited` the run-queue reader (simulations); `quantity` names

@@ -11,7 +11,7 @@
     perflab pages [RUN_DIR] [--check]   (README's headlines and docs/results.md's evidence, from a recorded refresh)
     perflab sweep NAME --grid key=v1,v2 [--grid ...] [--params PRESET] --executor local|slurm --out DIR
     perflab compare A B [--out DIR]
-    perflab battery [--reps N] [--budget S] [--load N] [--short] [--simulate N] [--out DIR]   (verdicts' error rates)
+    perflab battery [--reps N] [--budget S] [--load N] [--short] [--simulate N] [--far N] [--out DIR]   (verdicts)
     perflab diagnose MODULE:FUNCTION [--setup MODULE:FUNCTION] [--calls N] [--device D] [--json FILE] [--figure FILE]
                                      (why a step is slow: each cause at its line, ranked by cost)
 
@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--simulate", type=int, default=0, metavar="N",
                    help="N simulated verdicts at the threshold per simulated case (0: none; the real cases skip "
                         "with --reps 0)")
+    p.add_argument("--far", type=int, default=0, metavar="N",
+                   help="N simulated verdicts per case of claims 25%% and 15%% from their threshold, with "
+                        "max_run_time=\"auto\" (how often each class decides, and right)")
     p.add_argument("--out", type=Path, default=None, help="where BATTERY.md and battery.jsonl go "
                                                           "(default: outputs/local/battery)")
 
@@ -372,8 +375,10 @@ def cmd_battery(args) -> int:
             or not args.truth_seconds > 0:
         raise ParameterError(f"need --reps >= 0, --budget > 0, --load >= 0, --simulate >= 0 and --truth-seconds > 0, "
                              f"got {args.reps}, {args.budget}, {args.load}, {args.simulate}, {args.truth_seconds}")
-    if not args.reps and not args.simulate:
-        raise ParameterError("nothing to run: --reps 0 and no --simulate")
+    if args.far < 0:
+        raise ParameterError(f"need --far >= 0, got {args.far}")
+    if not args.reps and not args.simulate and not args.far:
+        raise ParameterError("nothing to run: --reps 0 and no --simulate or --far")
     out = args.out or (repo_root() / "outputs" / "local" / "battery")
     out.mkdir(parents=True, exist_ok=True)
     if not os.access(out, os.W_OK):
@@ -384,6 +389,8 @@ def cmd_battery(args) -> int:
         parts.append(_battery_real(args, bt, rules, load, out))
     if args.simulate:
         parts.append(_battery_simulated(args, out))
+    if args.far:
+        parts.append(_battery_far(args, out))
     md = "\n\n".join(parts) + "\n"
     (out / "BATTERY.md").write_text(md)
     print(md)
@@ -451,6 +458,29 @@ def _battery_simulated(args, out: Path) -> str:
             f"(perflab.runner.simulate), {args.simulate} per case, the threshold a hair above or below the truth "
             f"(every decided verdict right or wrong), {args.budget:g} s of simulated time each.\n\n"
             f"{sim.markdown(sim.summary(rows))}")
+
+
+def _battery_far(args, out: Path) -> str:
+    import json
+
+    from . import simulate as sim
+
+    tables = []
+    with open(out / "far.jsonl", "a") as f:
+        for distance in (0.25, 0.15):
+            rows = []
+            for case in sim.FAR_CASES:
+                got = sim.far(case, args.far, distance=distance, budget="auto", value=sim.case_truth(case))
+                for r in got:
+                    f.write(json.dumps(r) + "\n")
+                rows += got
+                print(f"far {distance:.0%} {case.name}: {sum(r['right'] for r in got)} right, "
+                      f"{sum(r['wrong'] for r in got)} wrong of {len(got)}", flush=True)
+            tables.append(f"## {distance:.0%} from the threshold\n\n{sim.markdown(sim.far_summary(rows))}")
+    return (f"# Away from the threshold, simulated\n\n{args.far} verdicts per case and distance of the kit's rule "
+            f"with max_run_time=\"auto\" (2 s, then up to 8 s where the spread says more would decide), the "
+            f"threshold below the truth (\"holds\" is right) and above it (\"does not hold\" is right) in turn.\n\n"
+            + "\n\n".join(tables))
 
 
 def cmd_diagnose(args) -> int:
