@@ -30,18 +30,20 @@ def short_commit() -> str:
                           check=True).stdout.strip()
 
 
-def command(seed: int, paths: list[str]) -> list[str]:
-    # -o addopts: the ini's own without its "-p no:randomly"; -p randomly: loaded even without plugin autoload
+def command(seed: int, paths: list[str], workers: int = 1) -> list[str]:
+    # -o addopts: the ini's own without its "-p no:randomly"; -p randomly: loaded even without plugin autoload;
+    # workers > 1: pytest-xdist, a file per worker (as make test), each worker's tests in the seed's shuffled order
+    par = ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
     return [sys.executable, "-m", "pytest", "-q", "-m", FAST, "-o", "addopts=--strict-markers", "-p", "randomly",
-            "-p", "no:cacheprovider", f"--randomly-seed={seed}", "-rf", "--tb=line", *paths]
+            "-p", "no:cacheprovider", f"--randomly-seed={seed}", "-rf", "--tb=line", *par, *paths]
 
 
-def one_run(seed: int, paths: list[str], timeout: float) -> dict:
+def one_run(seed: int, paths: list[str], timeout: float, workers: int = 1) -> dict:
     t0 = time.monotonic()
     env = dict(os.environ)
     env.pop("PERFLAB_OUT", None)
     try:
-        r = subprocess.run(["nice", "-n", "19", *command(seed, paths)], cwd=ROOT, capture_output=True, text=True,
+        r = subprocess.run(["nice", "-n", "19", *command(seed, paths, workers)], cwd=ROOT, capture_output=True, text=True,
                            timeout=timeout, env=env)
         code, out = r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired:
@@ -61,6 +63,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None, help="the first run's seed (default: drawn); then +1")
     parser.add_argument("--out", type=Path, help="results folder (default outputs/mutation/<short commit>)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
+    parser.add_argument("--workers", type=int, default=1, help="pytest-xdist workers per run (default 1: one process "
+                                                                 "sees every test's order)")
     args = parser.parse_args()
     try:
         import pytest_randomly  # noqa: F401
@@ -71,13 +75,13 @@ def main() -> None:
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(10 ** 9)
     runs = []
     for i in range(args.runs):
-        run = one_run(first + i, args.paths, args.timeout)
+        run = one_run(first + i, args.paths, args.timeout, args.workers)
         runs.append(run)
         print(f"run {i + 1}/{args.runs} seed {run['seed']}: exit {run['exit']}, {run['summary']} ({run['seconds']:.0f} s)"
               + "".join(f"\n    FAILED {t}" for t in run["failed"] + run["errors"]), flush=True)
         passed = sum(r["exit"] == 0 for r in runs)
         (out / "flakes.json").write_text(json.dumps({
-            "commit": short_commit(), "paths": args.paths, "marker": FAST,
+            "commit": short_commit(), "paths": args.paths, "marker": FAST, "workers": args.workers,
             "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "runs": len(runs), "passed": passed, "in_a_row": _in_a_row(runs), "detail": runs}, indent=1) + "\n")
     print(f"{sum(r['exit'] == 0 for r in runs)} of {len(runs)} runs passed; results: {out / 'flakes.json'}")

@@ -201,3 +201,46 @@ def test_the_details_show_every_sentence_whole():
                          "value": 3.0, "low": 2.5, "high": 3.5})]
     d = card.details()
     assert long in d._repr_html_() and long in repr(d) and d.loc["speed", "measured here"] == long
+
+
+def test_the_details_are_folded_under_a_title_in_a_notebook():
+    card = VerdictCard(Claims(Claim("speed", "2x faster", ">= 2x", at_least=2.0)))
+    card.rows = [as_row({"key": "speed", "claim": "2x faster", "verdict": "holds", "measured": "3x", "why": "",
+                         "value": 3.0, "low": 2.5, "high": 3.5})]
+    page = card.details()._repr_html_()
+    assert page.startswith("<details><summary>Each claim in full (1)") and page.endswith("</details>")
+    assert card.details().copy().fold == card.details().fold    # kept through pandas' copies (_metadata)
+
+
+def test_the_headline_comes_first_then_what_misses_then_what_holds():
+    from perflab.kit.card import card_text, ordered
+
+    rows = [as_row({"key": k, "claim": k, "verdict": v, "measured": "-", "why": ""})
+            for k, v in (("a", "holds"), ("b", "within noise"), ("c", "does not hold"), ("head", "holds"),
+                         ("d", "fixed"), ("e", "partly holds"))]
+    assert [r.key for r in ordered(rows, "head")] == ["head", "c", "e", "b", "a", "d"]
+    assert [r.key for r in ordered(rows)] == ["c", "e", "b", "a", "head", "d"]
+    html_keys = [k for k in ("head", "c", "e", "b", "a", "d")]
+    page = card_html(rows, headline="head")
+    assert [page.index(f">{k}<") for k in html_keys] == sorted(page.index(f">{k}<") for k in html_keys)
+    assert card_text(rows, headline="head").splitlines()[0].endswith("head: - ()") or \
+        card_text(rows, headline="head").splitlines()[0].startswith("[holds] head")
+    md = card_markdown(rows, headline="head")
+    assert md.index("| head") < md.index("| c ") < md.index("| a ")
+
+
+def test_a_verdict_within_noise_says_what_would_decide_it():
+    from perflab.kit.card import verdict_cell, what_would_decide
+
+    note = ("the budget (2 s) ended after 88 rounds; about 6.8 s more of rounds would decide it at this spread (the "
+            "value 35% from the threshold)")
+    r = as_row({"key": "s", "claim": "s", "verdict": "within noise", "measured": "-", "why": "", "note": note})
+    assert what_would_decide(r) == "about 6.8 s more of rounds would decide it at this spread (the value 35% from " \
+                                   "the threshold)"
+    assert verdict_cell(r) == "within noise: " + what_would_decide(r)
+    assert what_would_decide(r) in card_html([r]) and what_would_decide(r) in card_markdown([r])
+    held = as_row({**{"key": "s", "claim": "s", "measured": "-", "why": "", "note": note}, "verdict": "holds"})
+    assert what_would_decide(held) == "" and verdict_cell(held) == "holds"
+    none = as_row({"key": "s", "claim": "s", "verdict": "within noise", "measured": "-", "why": "",
+                   "note": "no budget would decide it: the value is 2% from the threshold"})
+    assert what_would_decide(none).startswith("no budget would decide it")

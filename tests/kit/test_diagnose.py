@@ -138,7 +138,11 @@ def test_the_diagnosis_shows_itself_and_its_json_has_every_field(tmp_path):
     d = diagnose(steps.sync_step, **QUICK)
     text = str(d)
     assert "host sync" in text and f"diagnose_steps.py:{planted('host sync')}" in text
-    assert "<table>" in d._repr_html_() and "host sync" in d._repr_html_()
+    page = d._repr_html_()
+    assert "<table>" in page and "host sync" in page
+    shown, folded = page.split("<details>")     # the top findings first, every one with its fix under the fold
+    assert "<th style='text-align:left'>fix</th>" not in shown and "<th style='text-align:left'>fix</th>" in folded
+    assert shown.count("<tr>") <= 1 + 5 and folded.count("<tr>") == 1 + len(d.findings)
     path = d.save(tmp_path / "d.json")
     j = json.loads(path.read_text())
     assert j["schema"] == dg.SCHEMA and j["device"] == "cpu" and j["step"]["calls"] == d.calls

@@ -169,7 +169,10 @@ def test_speed_5x_is_decided_on_its_setup_and_judge_takes_the_decision(monkeypat
     #                                                                                      timed on a CPU
     run = SimpleNamespace(cfg=EvalParams(max_depth=4, verdict_time=0.5), device=CUDA)
     d = study.decide_speed(run, work, runs)
-    assert isinstance(d, Decision) and d.rounds >= 1 and d.quantity == "speedup"
+    # under a heavy load a first call can take the whole budget: then no round, and the note says so (a flake in
+    # `make flakes` at 8cd753c, seed 85759877: 0 rounds in 1.96 s beside two test runs)
+    assert isinstance(d, Decision) and d.quantity == "speedup"
+    assert d.rounds >= 1 or "no round fit in the budget" in d.note, d
     found = _found(speed=d)
     row = next(r for r in claims.CLAIMS.judge(study.evidence(run, found), cfg=run.cfg, device=CUDA)
                if r["key"] == "speed_5x")

@@ -217,10 +217,13 @@ def show(obj) -> None:
         from IPython.display import display
     except ImportError:
         get_ipython = None
-    if get_ipython is not None and get_ipython() is not None:
-        display(obj)
-    else:
-        print(obj.to_string() if hasattr(obj, "to_string") else obj)
+    import pandas as pd
+
+    with pd.option_context("display.max_colwidth", None):   # every sentence whole (pandas cuts at 50 characters)
+        if get_ipython is not None and get_ipython() is not None:
+            display(obj)
+        else:
+            print(obj.to_string() if hasattr(obj, "to_string") else obj)
 
 
 def compare(measurements: Iterable[Measurement], *, title: str | None = None) -> Table:

@@ -68,10 +68,31 @@ def _missed(r: ClaimRow) -> bool:
             and r.at_least is not None)
 
 
+def what_would_decide(r: ClaimRow) -> str:
+    """A within-noise verdict's line on what would decide it, from its decision's note ('about 9.2 s more of rounds
+    would decide it at this spread (the value 20% from the threshold)', or that no budget would); '' otherwise."""
+    if r.verdict != "within noise" or not r.note:
+        return ""
+    return next((p for p in r.note.split("; ") if p.startswith(("about ", "no budget would decide it"))), "")
+
+
 def verdict_cell(r: ClaimRow, cause: str = "") -> str:
     """'does not hold: 248 ops per step at 8.1 us each, launch-bound (perflab diagnose)' for a timed claim that missed,
-    where a diagnosis gave a cause; the verdict alone otherwise."""
-    return f"{r.verdict}: {cause} (perflab diagnose)" if cause and _missed(r) else r.verdict
+    where a diagnosis gave a cause; 'within noise: about 9.2 s more of rounds would decide it ...' where the decision
+    said so; the verdict alone otherwise."""
+    if cause and _missed(r):
+        return f"{r.verdict}: {cause} (perflab diagnose)"
+    more = what_would_decide(r)
+    return f"{r.verdict}: {more}" if more else r.verdict
+
+
+_ORDER = {"does not hold": 0, "partly holds": 1, "within noise": 2, "holds": 3, "fixed": 4}
+
+
+def ordered(rows: list[ClaimRow], headline: str = "") -> list[ClaimRow]:
+    """The judged rows as a reader needs them: the headline claim first, then what does not hold, holds partly or is
+    undecided, then what holds; the claims' own order within each (a stable sort)."""
+    return sorted(rows, key=lambda r: (r.key != headline if headline else True, _ORDER.get(r.verdict, 5)))
 
 
 def _untested(rows: list[ClaimRow]) -> list[tuple[str, list[str]]]:
@@ -93,12 +114,13 @@ def untested_line(rows: Iterable) -> str:
     return f"Not tested here ({n}): " + "; ".join(f"{', '.join(keys)} ({why})" for why, keys in groups) + "."
 
 
-def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: str = "", cause: str = "") -> str:
-    """The card as Markdown (REPORT.md, the README): a table of the judged claims, the untested line, the figure's
-    link (`figure`: a path relative to the Markdown file); `cause`: the top cause of the run's diagnosis, beside each
-    timed claim that missed."""
+def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: str = "", cause: str = "",
+                  headline: str = "") -> str:
+    """The card as Markdown (REPORT.md, the README): a table of the judged claims (`ordered`: `headline` first), the
+    untested line, the figure's link (`figure`: a path relative to the Markdown file); `cause`: the top cause of the
+    run's diagnosis, beside each timed claim that missed."""
     rows = [as_row(r) for r in rows]
-    judged = [r for r in rows if r.verdict != "not tested here"]
+    judged = ordered([r for r in rows if r.verdict != "not tested here"], headline)
     out = [f"**{title}**", ""] if title else []
     if judged:
         out += ["| claim | the report said | measured here | verdict | setup |", "|---|---|---|---|---|"]
@@ -132,11 +154,11 @@ def _badge(verdict: str) -> str:
 
 
 def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figure_png: bytes | None = None,
-              caption: str = "", title: str = "", cause: str = "") -> str:
-    """The card as HTML (a notebook's output): judged rows, `pending` claims (not yet decided) in grey, the untested
-    line, and the figure (PNG bytes) to the right of the table."""
+              caption: str = "", title: str = "", cause: str = "", headline: str = "") -> str:
+    """The card as HTML (a notebook's output): judged rows (`ordered`: `headline` first), `pending` claims (not yet
+    decided) in grey, the untested line, and the figure (PNG bytes) beside the table, or under it on a narrow page."""
     rows = [as_row(r) for r in rows]
-    judged = [r for r in rows if r.verdict != "not tested here"]
+    judged = ordered([r for r in rows if r.verdict != "not tested here"], headline)
     esc = html.escape
     body = []
     for r in judged:
@@ -149,6 +171,8 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
                     + (f'<br><span style="font-size:11px; color:#616161">{esc(r.why)}</span>' if r.why else "")
                     + (f'<br><span style="font-size:11px; color:#616161">{esc(cause)} (perflab diagnose)</span>'
                        if cause and _missed(r) else "")
+                    + (f'<br><span style="font-size:11px; color:#616161">{esc(what_would_decide(r))}</span>'
+                       if what_would_decide(r) else "")
                     + f'</td><td style="{_CELL}; font-size:12px">{esc(setup_cell(r))}</td></tr>')
     for c in pending:
         body.append(f'<tr style="color:#9e9e9e"><td style="{_CELL}">{esc(c.text)}</td><td style="{_CELL}">'
@@ -166,15 +190,15 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
     if figure_png:
         src = "data:image/png;base64," + base64.b64encode(figure_png).decode()
         cap = f'<div style="font-size:11px; color:#616161">{esc(caption)}</div>' if caption else ""
-        right = f'<div style="flex: 0 1 480px"><img src="{src}" style="max-width:100%">{cap}</div>'
+        right = f'<div style="flex: 1 1 640px; max-width: 760px"><img src="{src}" style="max-width:100%">{cap}</div>'
     return f'<div style="display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start">{left}{right}</div>'
 
 
-def card_text(rows: Iterable, *, device: str = "", pending: Iterable = (), cause: str = "") -> str:
+def card_text(rows: Iterable, *, device: str = "", pending: Iterable = (), cause: str = "", headline: str = "") -> str:
     """The card as plain text (a terminal, a notebook viewer without HTML)."""
     rows = [as_row(r) for r in rows]
     lines = [f"[{verdict_cell(r, cause)}] {r.claim}: {measured_cell(r)} ({how_cell(r)}; {setup_cell(r, device)})"
-             for r in rows if r.verdict != "not tested here"]
+             for r in ordered([r for r in rows if r.verdict != "not tested here"], headline)]
     lines += [f"[{PENDING}] {c.text}" for c in pending]
     line = untested_line(rows)
     return "\n".join(lines + ([line] if line else [])) or "no claims"
@@ -239,14 +263,14 @@ class VerdictCard:
         run = self._run("figure")
         path = run.savefig(fig, name)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=72, bbox_inches="tight")
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")   # legible in a 640-760 px column
         self._png, self._caption = buf.getvalue(), caption
         run.log.note(f"the card's figure: {path.name}", card_figure=path.name)
         self._update()
 
     def details(self):
         """Each judged claim in full (what was measured, how it was judged, the decision's note) as a DataFrame:
-        the appendix of the card."""
+        the appendix of the card, folded in a notebook (`<details>`: a reader opens it)."""
         import pandas as pd
 
         from .claims import judged_text, verdict_text
@@ -254,7 +278,9 @@ class VerdictCard:
         frame = pd.DataFrame([{"claim": r.key, "verdict": verdict_text(r), "measured here": r.measured,
                                "judged": judged_text(r), "measured by": r.measured_by}
                               for r in self.rows or []]).set_index("claim")
-        return _whole_frame()(frame)
+        whole = _whole_frame()(frame)
+        whole.fold = f"Each claim in full ({len(frame)}): what was measured, how it was judged (click to open)"
+        return whole
 
     def _pending(self):
         return [] if self.rows is not None else list(self.claims)
@@ -262,10 +288,11 @@ class VerdictCard:
     def _repr_html_(self) -> str:
         title = " · ".join(x for x in (self.title or "Verdicts", self.device) if x)
         return card_html(self.rows or [], device=self.device, pending=self._pending(), figure_png=self._png,
-                         caption=self._caption, title=title, cause=self.cause)
+                         caption=self._caption, title=title, cause=self.cause, headline=self.claims.headline or "")
 
     def __repr__(self) -> str:
-        return card_text(self.rows or [], device=self.device, pending=self._pending(), cause=self.cause)
+        return card_text(self.rows or [], device=self.device, pending=self._pending(), cause=self.cause,
+                         headline=self.claims.headline or "")
 
     def _update(self) -> None:
         if self._handle is not None:
@@ -290,9 +317,18 @@ def _whole_frame():
     import pandas as pd
 
     class Whole(pd.DataFrame):
+        _metadata = ["fold"]
+        fold = ""    # a title: the HTML folded under it (`<details>`), opened by a click
+
+        @property
+        def _constructor(self):
+            return Whole
+
         def _repr_html_(self):
             with pd.option_context("display.max_colwidth", None):
-                return super()._repr_html_()
+                inner = super()._repr_html_()
+            return (f"<details><summary>{html.escape(self.fold)}</summary>{inner}</details>" if self.fold
+                    else inner)
 
         def __repr__(self):
             with pd.option_context("display.max_colwidth", None, "display.max_columns", None,

@@ -128,16 +128,30 @@ class Diagnosis:
     def __repr__(self) -> str:
         return self.table()
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self, top: int = 5) -> str:
+        """The headline, the `top` findings (# kind where op per step share) and, folded (`<details>`), every
+        finding with its fix and evidence, and the notes: a page shows the causes, a reader opens the rest."""
         esc = html.escape
-        head = "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in
-                       ("#", "kind", "where", "op", "per step", "share", "fix", "evidence"))
-        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{esc(r[c])}</td>" for c in
-                                        ("#", "kind", "where", "op", "per step", "share", "fix", "evidence")) + "</tr>"
-                       for r in self.rows())
-        notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes + [_overhead_line(self.overhead)])
+
+        def table(rows, cols):
+            head = "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in cols)
+            body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{esc(r[c])}</td>" for c in cols) + "</tr>"
+                           for r in rows)
+            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+        rows = self.rows()
+        short = ("#", "kind", "where", "op", "per step", "share")
+        shown = rows[:top]
+        more = f"; {len(rows) - top} more below" if len(rows) > top else ""
+        overlap = ("shares overlap (a sync inside a loop counts in both), so they need not add to 100%"
+                   if sum(f.share is not None for f in self.findings) > 1 else "")
+        notes = "".join(f"<li>{esc(n)}</li>" for n in [*self.notes, _overhead_line(self.overhead)])
+        lead = (f"<p style='font-size:12px; color:#616161'>{esc(' · '.join(x for x in (overlap, more) if x))}</p>"
+                if overlap or more else "")
         return (f"<div class='perflab-diagnosis'><p><b>{esc(self.headline())}</b></p>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><ul>{notes}</ul></div>")
+                + (table(shown, short) if shown else "<p>no finding</p>") + lead
+                + f"<details><summary>every finding ({len(rows)}) with its fix and evidence, and the notes</summary>"
+                + (table(rows, (*short, "fix", "evidence")) if rows else "") + f"<ul>{notes}</ul></details></div>")
 
     # ---- JSON -------------------------------------------------------------------------------------------------
     def as_dict(self) -> dict:

@@ -126,9 +126,10 @@ def cards(studies: dict[str, list[dict]], root: Path, figures: str | None, page:
         link = Path(*[".."] * len(page.parent.parts)) / fig if fig is not None and (root / fig).is_file() else None
         title = f"{study} · {device_text(env)} · torch {env.get('torch', '?')} · commit {(env.get('commit') or '?')[:7]}"
         cause = next((r.get("cause", "") for r in reversed(rs) if r["kind"] == "diagnosis"), "")
+        head = next((r.get("key") for r in reversed(rs) if r.get("headline") and r.get("key")), "") or ""
         parts.append(f"### {study}\n\n" + card_markdown([r for r in rs if r["kind"] == "claim"], device=device_text(env),
                                                         figure=link.as_posix() if link else "", title=title,
-                                                        cause=cause))
+                                                        cause=cause, headline=head))
     return "\n\n".join(parts)
 
 

@@ -155,7 +155,8 @@ def _card(claims: list[dict], notes: list[dict], out_dir: Path, study: str, run_
     name = next((r["card_figure"] for r in reversed(notes) if r.get("card_figure")), None)
     path = out_dir / study / run_id / name if name and run_id else None
     figure = path.relative_to(out_dir).as_posix() if path is not None and path.is_file() else ""
-    return "### Verdicts\n" + card_markdown(claims, device=device_text(env), figure=figure)
+    head = next((r.get("key") for r in reversed(notes) if r.get("headline") and r.get("key")), "") or ""
+    return "### Verdicts\n" + card_markdown(claims, device=device_text(env), figure=figure, headline=head)
 
 
 def _cause_line(claims: list[dict], cause: str) -> str:
