@@ -50,8 +50,8 @@ How they are judged (`perflab.kit.intervals`):
   that none would (the value lies within the machine's drift of the threshold), in its note and `Decision.more`.
   `max_run_time="auto"`: AUTO seconds, then on past them, up to AUTO_CEILING x AUTO in all, by what that estimate
   says (x 1.25) while undecided; the note says what it spent. For a time, a rate or a value (a quantity the load
-  moves itself, first looked at after a quarter of its budget), "auto" is the ceiling from the start. The looks' levels are paid for over any number of
-  looks, so going on where the spread asks for it keeps the error rate.
+  moves itself, first looked at after a quarter of its budget), "auto" is the ceiling from the start. The looks'
+  levels are paid for over any number of looks, so going on where the spread asks for it keeps the error rate.
 """
 from __future__ import annotations
 
