@@ -137,11 +137,15 @@ def test_the_study_has_the_house_rooms_by_file_name_and_no_placeholder_left(stud
         assert PLACEHOLDER not in (study / f).read_text(), f
     nb = json.loads((study / "spmv.ipynb").read_text())
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    # the house's order: imports (the claims among them) and the verdict card, parameters, setup (the card attached,
-    # the findings), the baseline's diagnosis, correctness (checked), counts (checked), benchmark, plot (the card's
-    # figure), claims (the card)
+    # the house's order: the verdict card (its two imports only: the card is the page's first output, under the
+    # question), parameters, the study's imports and setup (the card attached, the findings), the baseline's
+    # diagnosis, correctness (checked), counts (checked), benchmark, plot (the card's figure), claims (the card)
     assert "from spmv.claims import CLAIMS" in code[0] and "card = VerdictCard(CLAIMS)" in code[0]
-    assert "parameters" in nb["cells"][2]["metadata"]["tags"] and code[2].startswith('run = setup("spmv", globals()')
+    assert [ln.split(" import ")[0] for ln in code[0].splitlines() if ln.startswith(("import ", "from "))] == \
+        ["from perflab.kit.card", "from spmv.claims"]
+    setup_code = code[2].split("\n\n")
+    assert "parameters" in nb["cells"][2]["metadata"]["tags"] and "from perflab.kit.notebook import setup" in code[2]
+    assert any(part.startswith('run = setup("spmv", globals()') for part in setup_code)
     assert "card=card" in code[2] and "found = study.Findings(" in code[2]
     assert "diagnose(setup=lambda: baseline_step(run))" in code[3]   # it starts with its baseline's diagnosis
     assert [i for i, c in enumerate(code) if c.startswith("# NBVAL_CHECK_OUTPUT")] == [4, 5]
