@@ -143,6 +143,7 @@ def test_the_diagnosis_shows_itself_and_its_json_has_every_field(tmp_path):
     shown, folded = page.split("<details>")     # the top findings first, every one with its fix under the fold
     assert "<th style='text-align:left'>fix</th>" not in shown and "<th style='text-align:left'>fix</th>" in folded
     assert shown.count("<tr>") <= 1 + 5 and folded.count("<tr>") == 1 + len(d.findings)
+    assert all(r["per step"].endswith(" syncs") for r in d.rows() if r["kind"] == dg.HOST_SYNC)   # a count's unit
     path = d.save(tmp_path / "d.json")
     j = json.loads(path.read_text())
     assert j["schema"] == dg.SCHEMA and j["device"] == "cpu" and j["step"]["calls"] == d.calls

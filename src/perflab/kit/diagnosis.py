@@ -33,6 +33,8 @@ LAUNCH_BOUND, LOOP, DATA, MEMORY, FLOOR = "launch-bound", "Python loop of small 
     "far from the floor"
 LIFETIME = "CUDA-graph lifetime"
 KINDS = (HOST_SYNC, RECOMPILE, GRAPH_BREAK, LAUNCH_BOUND, COPY, LOOP, DATA, MEMORY, FLOOR, LIFETIME)
+COUNTED = {HOST_SYNC: "syncs", COPY: "copies", RECOMPILE: "recompiles", GRAPH_BREAK: "breaks", LAUNCH_BOUND: "ops",
+           LOOP: "ops"}   # what a finding's count per step counts, where it is one thing
 
 
 @dataclasses.dataclass
@@ -97,7 +99,7 @@ class Diagnosis:
         rows = []
         for i, f in enumerate(self.findings[:top] if top else self.findings, 1):
             rows.append({"#": str(i), "kind": f.kind, "where": _where(f), "op": f.op,
-                         "per step": "" if f.count is None else num(f.count),
+                         "per step": "" if f.count is None else f"{num(f.count)} {COUNTED.get(f.kind, '')}".strip(),
                          "share": _share(f), "fix": f"{f.fix} ({f.study})" if f.study else f.fix,
                          "evidence": f.evidence})
         return rows
