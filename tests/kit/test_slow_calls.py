@@ -13,7 +13,7 @@ from perflab.kit import deciding as V
 from perflab.kit import intervals as I
 from perflab.kit.rounds import Side, typical_block
 from perflab.kit.verdicts import decide_speedup, decide_time
-from perflab.runner.simulate import THIS_VM, Machine, SimCase, decide_case, truth
+from perflab.runner.simulate import _BY_NAME, THIS_VM, Machine, SimCase, case_truth, decide_case, truth
 
 # the issue's case: the baseline 40 units a call; the optimized 10, one call in 50 drawn at random costing 500
 GC = dict(cost=2.5e-4, slow_p=0.02, slow_factor=50)
@@ -119,6 +119,27 @@ def test_four_times_the_budget_gives_an_interval_at_most_0_6x_as_wide(opt):
         widths[budget] = statistics.median(_log_width(decide_case(case, 100 + s, budget=budget, at_least=t))
                                            for s in range(6))
     assert widths[8.0] <= 0.6 * widths[2.0], widths
+
+
+@pytest.mark.parametrize("name", ["time per call, this VM's load", "rate, this VM's load"])
+def test_a_time_or_a_rate_narrows_with_the_budget_down_toward_the_drift(name):
+    """A quantity the load moves itself, at its truth: over FEW fixed batches each later look's t quantile grew faster
+    than the batches' spread shrank, and a time's interval at 8 s was wider than at 2 s (issue 50). Its batches are
+    now LOAD_BATCH seconds long, so 4x the budget narrows it (median over 6 seeds), not below the drift's floor."""
+    case = _BY_NAME[name]
+    t = case_truth(case)
+    widths = {}
+    for budget in (2.0, 8.0):
+        widths[budget] = statistics.median(_log_width(decide_case(case, 100 + s, budget=budget, at_least=t))
+                                           for s in range(6))
+    assert widths[8.0] <= 0.8 * widths[2.0], widths
+    assert widths[8.0] >= 2 * V.drift_z(0.01) * V.DRIFT, widths
+
+
+def test_load_batches_grow_with_the_window():
+    assert V.load_batches(10_000, 1.0) == I.FEW                  # at least FEW
+    assert V.load_batches(10_000, 8.0) == int(8.0 / V.LOAD_BATCH)
+    assert V.load_batches(60, 8.0) == 15                         # four rounds a batch at least
 
 
 def test_where_the_load_moves_the_ratio_the_interval_narrows_to_the_drift_and_says_that_is_the_floor():

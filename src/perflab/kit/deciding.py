@@ -17,7 +17,8 @@ How they are judged (`perflab.kit.intervals`):
   a drifting load count as one. `decide_saving` judges the difference of the means the same way.
 - A ratio that moves with the load (the sides respond to it differently: memory- against compute-bound, a side that
   waits) is judged as a quantity the load moves, as `decide_time`, `decide_rate` and (with `drift=`) `decide_value`
-  are: over FEW long batches, first looked at after a quarter of the budget (once the load test sees it, kept). The
+  are: over batches of LOAD_BATCH seconds (at least FEW: more as the window grows, so more budget narrows it down
+  toward the drift), first looked at after a quarter of the budget (once the load test sees it, kept). The
   load test reads each round's ratio against the next rounds' total time (`intervals.follows_load`): the load has a
   memory of tens to hundreds of ms, a side's own slow call moves only its own round, so it is noise around the side's
   mean (its total time), not the load (issue 50: the same-round test read it as the load and judged it over long
@@ -29,7 +30,8 @@ How they are judged (`perflab.kit.intervals`):
   moved in it), whether or not the load test saw it (a short window's rarely does).
 - Sequential: the interval is first looked at after 16 paired rounds (8 of one side), MIN_CALLS (200) calls of each
   side (or half the budget, where calls are longer: a slow call of one in fifty is seen ~4 times first) and a
-  tenth of the budget, then each time the rounds have grown by a quarter, until it lies on one side of the threshold
+  tenth of the budget, then each time the rounds have grown by a quarter (a time, a rate or a value: doubled, as its
+  drift allowance does not shrink with more rounds), until it lies on one side of the threshold
   (the verdict) or the next round would not fit in `max_run_time`. Look k is made at level alpha_k = alpha * 6 /
   (pi^2 k^2), alpha = 1 - confidence; these sum to alpha over any number of looks (a union bound), so a verdict on
   the wrong side happens at most alpha / 2 of the time (0.5%) where the batch means are close to normal: measured on
@@ -91,6 +93,9 @@ SENSITIVITY_UPPER = 0.05   # how far a paired ratio follows the load: over a win
 AUTO = 2.0         # max_run_time="auto": the first budget (the default's), then more where the spread says it decides
 AUTO_CEILING = 4   # ... up to this many times AUTO in all (issue 50: a claim >= 25% from its threshold decides by then)
 GROWTH = 1.25      # the interval is looked at again when the rounds have grown by this factor
+GROWTH_UNPAIRED = 2.0   # ... for a quantity the load moves itself (a time, a rate, a value): its drift allowance does
+#                         not shrink with more rounds, so each further look would only cost the others' level (issue
+#                         50: looks at 2, 4 and 8 s, not seven between 2 and 8 s)
 FIRST = 8          # rounds before the first look
 MIN_CALLS = 200    # ... and calls of each side in them (or half the budget, where calls are longer): a slow call of one
 #                    in fifty, drawn at random, is then seen ~4 times before a verdict (issue 50: at 30, a window
@@ -102,6 +107,10 @@ LONG = 4           # the check's blocks are this many times longer
 # (the check's disagreement is a flag and a restart with longer blocks, not a verdict: a false alarm costs time)
 TREND = 0.03       # a trend smaller than this over the rounds is not one
 PAIRED_SPAN = 0.1  # paired rounds are first looked at after this share of the budget (the load has moved by then)
+LOAD_BATCH = 0.25  # a quantity the load moves is judged over batches of at least this many seconds (FEW at least):
+# longer than the load's fast memory (~60 ms here), so their means are near independent, and more of them as the window
+# grows (issue 50: over a fixed FEW, each later look's t quantile grew faster than the batches' spread shrank, and an
+# absolute time's interval at 8 s was wider than at 2 s)
 UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is first looked at after this share of
 # the budget in rounds, over FEW batches: the machine's speed drifts for tens to hundreds of ms (outputs/battery)
 
@@ -112,6 +121,12 @@ def drift_over(drift: float, seconds: float) -> float:
     drifts more, down to DRIFT_SHORT (below it, shorter than the load's memory, no more: at most 4x); a longer one is
     taken at DRIFT (the load's slow part does not average out)."""
     return drift * math.sqrt(DRIFT_WINDOW / max(seconds, DRIFT_SHORT)) if 0 < seconds < DRIFT_WINDOW else drift
+
+
+def load_batches(rounds: int, seconds: float) -> int:
+    """How many batches a quantity the load moves is judged over: one per LOAD_BATCH seconds of rounds, at least FEW,
+    and at most a quarter of the rounds (a batch of four rounds at least)."""
+    return max(FEW, min(rounds // 4, int(seconds / LOAD_BATCH)))
 
 
 def _alpha(k: int, alpha: float) -> float:
@@ -144,8 +159,9 @@ class _Looks:
     ceiling, where the last look's spread says more rounds would decide (max_run_time="auto")."""
 
     def __init__(self, *, rule: dict, confidence: float, clock, deadline: float, min_rounds: int = 1,
-                 min_span: float = 0.0):
+                 min_span: float = 0.0, growth: float = GROWTH):
         self.rule, self.alpha, self.clock, self.deadline = rule, 1 - confidence, clock, deadline
+        self.growth = growth
         self.min_span = min_span
         self.min_rounds = min_rounds
         self.look = max(FIRST, min_rounds)
@@ -170,7 +186,7 @@ class _Looks:
             n = len(self.durations)
             if n >= self.look and sum(self.durations) >= self.min_span:
                 self._at(interval, drift)
-                self.look = max(n + 1, math.ceil(n * GROWTH))
+                self.look = max(n + 1, math.ceil(n * self.growth))
                 if self.settled:
                     return
         if self.durations and self.looked != len(self.durations):  # the budget's end: one more look, paid as the next
@@ -400,7 +416,7 @@ class _Paired:
             if sum(self.durations) < UNPAIRED_SPAN * self.budget:
                 self.spread = None
                 return Measured(v, -math.inf, math.inf)
-            fixed = FIRST
+            fixed = load_batches(len(self.tb), sum(self.durations))
         if self.of == "ratio":
             lo, hi = ratio_interval(self.tb, self.to, level, fixed=fixed)
             lo, hi = self.scale * lo, self.scale * hi
@@ -592,13 +608,13 @@ def timed(fn, *, rule: dict, scale: float, quantity: str, max_run_time: float, c
 
     def interval(level: float) -> Measured:
         v = sum(ts) / len(ts)
-        lo, hi = mean_interval(ts, level, fixed=FIRST)
+        lo, hi = mean_interval(ts, level, fixed=load_batches(len(ts), sum(looks.durations)))
         looks.spread = Spread(scale * v, scale * lo, scale * hi, sum(looks.durations),
                               lambda span: drift_over(drift, span), level)
         return looks.spread.measured()
 
     looks = _Looks(rule=rule, confidence=confidence, clock=sw.clock, deadline=started + budget,
-                   min_span=UNPAIRED_SPAN * budget)
+                   min_span=UNPAIRED_SPAN * budget, growth=GROWTH_UNPAIRED)
     looks.started = started
     looks.spend(lambda: looks.run(one_round, interval, lambda: _drift(trend(ts)), first_round=length),
                 lambda: more_needed(looks.spread, rule), ceiling and started + ceiling)
@@ -642,12 +658,13 @@ def samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence,
             xs.append(float(x))
 
     def interval(level: float) -> Measured:
+        window = sum(x[1] for x in xs) if rate else sum(looks.durations)   # a rate's: the seconds it was measured over
+        k = load_batches(len(xs), window)
         if rate:
             a, s = [x[0] for x in xs], [x[1] for x in xs]
-            v, (lo, hi) = sum(a) / sum(s), ratio_interval(a, s, level, fixed=FIRST)
+            v, (lo, hi) = sum(a) / sum(s), ratio_interval(a, s, level, fixed=k)
         else:
-            v, (lo, hi) = sum(xs) / len(xs), mean_interval(xs, level, fixed=FIRST)
-        window = sum(x[1] for x in xs) if rate else sum(looks.durations)   # a rate's: the seconds it was measured over
+            v, (lo, hi) = sum(xs) / len(xs), mean_interval(xs, level, fixed=k)
         looks.spread = Spread(v, lo, hi, window, lambda span: drift_over(drift, span), level)
         return looks.spread.measured()
 
@@ -656,7 +673,7 @@ def samples(who: str, measure_once, *, rule, quantity, max_run_time, confidence,
         return _drift(trend(vs)) if all(v > 0 for v in vs) else 0.0
 
     looks = _Looks(rule=rule, confidence=confidence, clock=clock, deadline=started + budget,
-                   min_rounds=min_rounds, min_span=UNPAIRED_SPAN * budget)
+                   min_rounds=min_rounds, min_span=UNPAIRED_SPAN * budget, growth=GROWTH_UNPAIRED)
     looks.started = started
     looks.spend(lambda: looks.run(one_round, interval, trend_of, first_round=0.0),
                 lambda: more_needed(looks.spread, rule), ceiling and started + ceiling)
