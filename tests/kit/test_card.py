@@ -169,6 +169,22 @@ def test_the_card_judges_logs_quietly_and_logs_its_figure(tmp_path, capsys):
     assert card.details().loc["speed", "verdict"] == "holds"
 
 
+def test_a_runs_own_headline_leads_the_card_and_is_the_logged_one(tmp_path):
+    """05's headline depends on the device (the CPU's op count, the GPU's captured speed): the card, REPORT.md and the
+    README lead with the same row; a headline that is no claim is refused by name."""
+    card = VerdictCard(_claims())
+    run = open_run("04_early_exit", P(), out_dir=str(tmp_path), device="cpu")
+    run.device = __import__("torch").device("cpu")
+    card.attach(run)
+    with pytest.raises(ValueError, match="headline 'nope' is no claim of this study; claims: speed, ideal"):
+        card.judge(_found(), headline="nope")
+    card.judge(_found(), headline="syncs")
+    first = [line for line in repr(card).splitlines() if line.startswith("[")][0]
+    assert first.startswith("[fixed] no host sync per step"), repr(card)
+    logged = [r for r in read_rows(tmp_path / "results.jsonl") if r.get("headline")]
+    assert [r["key"] for r in logged] == ["syncs"]
+
+
 @pytest.mark.parametrize("env, text", [
     ({"device_name": "AMD EPYC", "device_kind": "cpu", "torch_threads": 1}, "AMD EPYC (cpu), 1 thread"),
     ({"device_name": "NVIDIA H200", "device_kind": "cuda"}, "NVIDIA H200 (cuda)"),

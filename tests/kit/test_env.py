@@ -62,3 +62,18 @@ def test_a_copy_without_git_inside_another_repository_is_not_stamped_with_its_co
     got = git_commit(str(copy))
     assert len(got["commit"]) == 40 and got["dirty"] is False
     git_commit.cache_clear()
+
+
+def test_the_commit_at_a_commands_start_wins_over_the_tree_it_rewrites(monkeypatch):
+    from perflab.kit.env import git_commit
+
+    monkeypatch.setenv("PERFLAB_COMMIT_AT_START", "1a70d9c")
+    git_commit.cache_clear()
+    assert git_commit() == {"commit": "1a70d9c", "dirty": False}
+    monkeypatch.setenv("PERFLAB_COMMIT_AT_START", "1a70d9c-dirty")
+    git_commit.cache_clear()
+    assert git_commit() == {"commit": "1a70d9c", "dirty": True}
+    monkeypatch.setenv("PERFLAB_COMMIT_AT_START", "not a commit")   # ignored: the checkout's own state
+    git_commit.cache_clear()
+    assert git_commit()["commit"] != "not a commit"
+    git_commit.cache_clear()

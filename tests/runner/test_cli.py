@@ -196,6 +196,29 @@ def test_refresh_keeps_the_committed_notebook_when_it_fails(nb_dir, tmp_path):
     assert (nb_dir / "failing.ipynb").read_text() == before
 
 
+def test_refresh_stamps_every_notebook_with_the_tree_as_it_was_before_the_first_rewrite(nb_dir, tmp_path,
+                                                                                        monkeypatch):
+    """Each refreshed notebook is written back in place, so from the second on the tree was dirty by the refresh's own
+    hand ("commit c1f95ba566 (dirty tree)" on 02-06 of a clean tree's refresh): every notebook now reads the state
+    taken before the first, and the variable is gone after."""
+    import perflab.kit.env
+    from perflab.runner import catalog
+
+    seen = []
+
+    def fake_refresh(name, path, **kw):
+        seen.append(os.environ.get("PERFLAB_COMMIT_AT_START"))
+        return type("O", (), {"ok": True, "seconds": 0.0, "describe": lambda self: ""})()
+
+    monkeypatch.delenv("PERFLAB_COMMIT_AT_START", raising=False)
+    monkeypatch.setattr(perflab.kit.env, "git_commit", lambda root=None: {"commit": "d" * 40, "dirty": False})
+    monkeypatch.setattr(catalog, "refresh", fake_refresh)
+    assert main(["refresh", "tiny", "failing", "--notebooks", str(nb_dir), "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 0
+    assert seen == ["d" * 40, "d" * 40]
+    assert "PERFLAB_COMMIT_AT_START" not in os.environ
+
+
 def test_nothing_to_run_is_a_failure_that_says_where_it_looked(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["run", "--notebooks", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 1

@@ -221,6 +221,7 @@ class VerdictCard:
         if not isinstance(claims, Claims):
             raise TypeError(f"VerdictCard(CLAIMS): the study's Claims, got {type(claims).__name__}")
         self.claims, self.run, self.rows, self.title, self.cause = claims, None, None, title, ""
+        self.headline = claims.headline   # the row the card leads with (`judge(headline=)` where this run's is another)
         self._png, self._caption, self._handle = None, "", None
         if show:
             self._handle = _display(self)
@@ -243,13 +244,20 @@ class VerdictCard:
     def device(self) -> str:
         return device_text(getattr(self.run.log, "env", {}) or {}) if self.run is not None else ""
 
-    def judge(self, found: Mapping, *, diagnosis=None) -> list[ClaimRow]:
+    def judge(self, found: Mapping, *, diagnosis=None, headline: str | None = None) -> list[ClaimRow]:
         """Judge every claim on `found` (`Claims.judge`: {key: Evidence}), log the rows, fill the card in; `diagnosis`:
         the baseline's or the version's `perflab.kit.diagnose(...)`, whose top cause the card names beside a timed
-        claim that does not hold (and logs, for REPORT.md). -> rows"""
+        claim that does not hold (and logs, for REPORT.md); `headline`: the claim this run leads with where it is not
+        the claims' own (a study whose headline depends on the device: the card, REPORT.md and the README lead with
+        the same row). -> rows"""
         run = self._run("judge")
+        if headline is not None and headline not in {c.key for c in self.claims}:
+            raise ValueError(f"VerdictCard.judge: headline {headline!r} is no claim of this study; "
+                             f"claims: {', '.join(c.key for c in self.claims)}")
+        if headline is not None:
+            self.headline = headline
         rows = self.claims.judge(found, cfg=run.cfg, device=run.device)
-        log_rows(run.log, rows, headline=self.claims.headline, quiet=True)
+        log_rows(run.log, rows, headline=self.headline, quiet=True)
         if diagnosis is not None:
             self.cause = diagnosis.cause_line()
             diagnosis.log(run.log)
@@ -288,11 +296,11 @@ class VerdictCard:
     def _repr_html_(self) -> str:
         title = " · ".join(x for x in (self.title or "Verdicts", self.device) if x)
         return card_html(self.rows or [], device=self.device, pending=self._pending(), figure_png=self._png,
-                         caption=self._caption, title=title, cause=self.cause, headline=self.claims.headline or "")
+                         caption=self._caption, title=title, cause=self.cause, headline=self.headline or "")
 
     def __repr__(self) -> str:
         return card_text(self.rows or [], device=self.device, pending=self._pending(), cause=self.cause,
-                         headline=self.claims.headline or "")
+                         headline=self.headline or "")
 
     def _update(self) -> None:
         if self._handle is not None:

@@ -101,9 +101,14 @@ def git_commit(root: str | None = None) -> dict:
     Only a repository that tracks this checkout's files counts: a copy of the tree without `.git` placed inside
     another repository (a GPU host's work folder) must not be stamped with that repository's commit. There it comes from
     $PERFLAB_COMMIT (`tools/gpu-session.sh` sets it from the commit the copy was made of: "<sha>" or "<sha>-dirty"),
-    else it is unknown (None)."""
+    else it is unknown (None). $PERFLAB_COMMIT_AT_START, where set ("<sha>" or "<sha>-dirty"), is the state of the tree
+    before a command that rewrites its own files began (`perflab refresh` writes each notebook back in place: without
+    it, every notebook after the first read its predecessor's rewrite as a dirty tree)."""
     from .paths import repo_root
 
+    at_start = os.environ.get("PERFLAB_COMMIT_AT_START", "").strip()
+    if re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", at_start):
+        return {"commit": at_start.removesuffix("-dirty"), "dirty": at_start.endswith("-dirty")}
     cwd = Path(root or repo_root()).resolve()
     try:
         tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "pyproject.toml"], cwd=cwd,

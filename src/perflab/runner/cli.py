@@ -284,6 +284,23 @@ def cmd_refresh(args) -> int:
     for folder in dict.fromkeys(found[name].parent for name in names):  # before any notebook runs
         check_writable(folder, "the refreshed notebooks (written back in place)")
     out = _checked_out(args)
+    # the tree as it was before the first notebook is written back: each later notebook is stamped with it, not with
+    # the dirty tree its predecessors' rewrites make
+    import os
+
+    from perflab.kit.env import git_commit
+
+    c, before = git_commit(), os.environ.get("PERFLAB_COMMIT_AT_START")
+    if c["commit"] and not before:
+        os.environ["PERFLAB_COMMIT_AT_START"] = c["commit"] + ("-dirty" if c["dirty"] else "")
+    try:
+        return _refresh_each(args, found, names, out)
+    finally:
+        if before is None:
+            os.environ.pop("PERFLAB_COMMIT_AT_START", None)
+
+
+def _refresh_each(args, found, names, out) -> int:
     failed = 0
     for name in names:
         print(f"refresh {name}", flush=True)

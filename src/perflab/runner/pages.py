@@ -21,7 +21,7 @@ import json
 import shutil
 from pathlib import Path
 
-from ..kit.card import card_markdown, device_text
+from ..kit.card import card_markdown, device_text, ordered
 from ..kit.claims import as_row
 from ..kit.formatting import value_text
 from ..kit.results import executions, latest_judged, read_rows, results_file
@@ -96,17 +96,18 @@ def _cell(r) -> str:
 
 
 def headlines(studies: dict[str, list[dict]]) -> str:
-    """The README's table: per study its headline claim, the claims that do not hold or are undecided (every one, by
-    name with its value), and how many hold; the device and commit of the run."""
+    """The README's table: per study its headline claim (the card's first row: the headline where it was tested, else
+    the first of what does not hold, is undecided, holds), the other claims that do not hold or are undecided (every
+    one, by name with its value), and how many hold; the device and commit of the run."""
     lines = ["| study | headline | not holding or undecided | holds | device, commit |", "|---|---|---|---|---|"]
     for study, rs in studies.items():
         claims = [as_row(r) for r in rs if r["kind"] == "claim"]
         head_key = next((r.get("key") for r in reversed(rs) if r.get("headline") and r.get("key")), None)
-        head = next((c for c in claims if c.key == head_key), None) or next(
-            (c for c in claims if c.verdict != "not tested here"), claims[0])
+        judged = [c for c in claims if c.verdict != "not tested here"]
+        head = ordered(judged, head_key or "")[0] if judged else claims[0]   # the card's first row: a tested claim
         shown = (f"{head.claim}: **{value_text(head.value, head.low, head.high, head.unit)}** {head.verdict}"
                  if head.value is not None else f"{head.claim}: {head.verdict}")
-        bad = [c for c in claims if c.verdict in ("does not hold", "within noise", "partly holds")]
+        bad = [c for c in claims if c.verdict in ("does not hold", "within noise", "partly holds") and c is not head]
         held = sum(c.verdict in ("holds", "fixed") for c in claims)
         untested = sum(c.verdict == "not tested here" for c in claims)
         env = _env(rs)

@@ -38,6 +38,7 @@ from . import checks as vae_checks
 from . import tables
 from .captured import CapturedStep
 from .claims import CLAIMS, REMAPS, SAVINGS, SPEEDUPS
+from .claims import headline as _headline_of
 from .config import ModelConfig, TrainConfig
 from .data import make_batches
 from .evidence import conclude, evidence  # the notebook's study.evidence, study.conclude
@@ -64,6 +65,12 @@ __all__ = ["Findings", "IMPLS", "batch_sweep", "compile_captured", "conclude", "
 
 CURVES = ("baseline", "optimized", "optimized + sep grad")  # the eager loss curves; the captured step's is its own
 SAME_CURVES = "baseline vs optimized curves identical to rounding"
+
+
+def headline(run) -> str:
+    """The claim this run leads with (its card, REPORT.md, the README): the CPU's op count on a CPU, the captured
+    step's speed elsewhere (`claims.headline`)."""
+    return _headline_of(run.device.type)
 
 
 def inputs(run) -> Inputs:
