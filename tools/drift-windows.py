@@ -14,6 +14,7 @@ import time
 
 import torch
 
+from perflab.kit.deciding import load_batches
 from perflab.kit.intervals import batch_means
 
 
@@ -35,7 +36,7 @@ def main(n2: int = 40, n8: int = 30) -> None:
             ts, t0 = [], time.perf_counter()
             while time.perf_counter() - t0 < seconds:
                 ts.append(block(a, b))
-            k = max(8, int(seconds / 0.25))
+            k = load_batches(len(ts), seconds)   # as a decision cuts a quantity the load moves
             bm = batch_means(ts, k)
             m = sum(bm) / k
             se = math.sqrt(sum((x - m) ** 2 for x in bm) / (k - 1) / k)

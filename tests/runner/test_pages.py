@@ -105,3 +105,17 @@ def test_the_repository_pages_say_what_its_kept_evidence_says():
     if not (root / pages.KEEP / "results.jsonl.gz").is_file():
         pytest.skip("no kept evidence yet (outputs/refresh/results.jsonl.gz)")
     assert pages.write(root, check=True) == []
+
+
+def test_the_readme_row_leads_with_the_cards_first_row_and_does_not_repeat_it_among_the_misses(tmp_path):
+    """A headline that does not hold leads the row and is not listed again beside it; a headline not tested here
+    gives its place to the card's first tested row (03's README led with a claim the card folds away)."""
+    log = ResultsLog(tmp_path / "results.jsonl", study="s", stamp=ENV, run_id="r1")
+    _judged(log, speed=(8.0, 7.5, 8.5))       # "speed" (the headline) does not hold
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    line = pages.headlines({"s": rows}).splitlines()[-1]
+    assert "at least 10x per LM iteration: **8.00x [7.50, 8.50]** does not hold" in line
+    assert line.split(" | ")[2] == "floor: 5.47x [5.13, 5.80] (does not hold)"
+    untested = [dict(r, verdict="not tested here") if r.get("key") == "speed" else r for r in rows]
+    line = pages.headlines({"s": untested}).splitlines()[-1]
+    assert line.split(" | ")[1].startswith("within 3x of the floor: **5.47x")   # the card's first tested row

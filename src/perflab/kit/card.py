@@ -251,10 +251,10 @@ class VerdictCard:
         the claims' own (a study whose headline depends on the device: the card, REPORT.md and the README lead with
         the same row). -> rows"""
         run = self._run("judge")
-        if headline is not None and headline not in {c.key for c in self.claims}:
-            raise ValueError(f"VerdictCard.judge: headline {headline!r} is no claim of this study; "
-                             f"claims: {', '.join(c.key for c in self.claims)}")
         if headline is not None:
+            if headline not in {c.key for c in self.claims}:
+                raise ValueError(f"VerdictCard.judge: headline {headline!r} is no claim of this study; "
+                                 f"claims: {', '.join(c.key for c in self.claims)}")
             self.headline = headline
         rows = self.claims.judge(found, cfg=run.cfg, device=run.device)
         log_rows(run.log, rows, headline=self.headline, quiet=True)

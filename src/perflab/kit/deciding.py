@@ -112,7 +112,7 @@ LOAD_BATCH = 0.25  # a quantity the load moves is judged over batches of at leas
 # grows (issue 50: over a fixed FEW, each later look's t quantile grew faster than the batches' spread shrank, and an
 # absolute time's interval at 8 s was wider than at 2 s)
 UNPAIRED_SPAN = 0.25  # a quantity the load moves itself (not a paired ratio) is first looked at after this share of
-# the budget in rounds, over FEW batches: the machine's speed drifts for tens to hundreds of ms (outputs/battery)
+# the budget in rounds (LOAD_BATCH batches): the machine's speed drifts for tens to hundreds of ms (outputs/battery)
 
 
 def drift_over(drift: float, seconds: float) -> float:
