@@ -167,6 +167,19 @@ def test_the_card_judges_logs_quietly_and_logs_its_figure(tmp_path, capsys):
     assert (run.dir / "strategies.png").is_file()
     assert "[holds] recycle at least 3x faster than full: 3.41x [3.20, 3.64]" in repr(card)
     assert card.details().loc["speed", "verdict"] == "holds"
+    env = run.log.env       # the card's title says what its numbers depend on: the card comes before the setup line
+    title = card._repr_html_().split("</div>")[0]
+    assert f"torch {env['torch']}" in title and (not env.get("commit") or f"commit {env['commit'][:7]}" in title)
+
+
+@pytest.mark.parametrize("env, text", [
+    ({"torch": "2.13.0+cpu", "commit": "9cf3e19cab36", "dirty": False}, "torch 2.13.0+cpu · commit 9cf3e19"),
+    ({"torch": "2.11.0", "commit": "9cf3e19cab36", "dirty": True}, "torch 2.11.0 · commit 9cf3e19 (dirty tree)"),
+    ({"torch": "2.11.0", "commit": None}, "torch 2.11.0"), ({}, "")])
+def test_the_stamp_a_cards_title_names(env, text):
+    from perflab.kit.card import stamp_text
+
+    assert stamp_text(env) == text
 
 
 def test_a_runs_own_headline_leads_the_card_and_is_the_logged_one(tmp_path):

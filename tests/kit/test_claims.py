@@ -329,6 +329,34 @@ def test_a_logged_row_reads_back_dropping_an_incomplete_interval_whole_and_keepi
     assert (old.key, old.claimed, old["verdict"]) == ("2x faster", ">= 2x", "holds")
 
 
+def test_a_row_names_the_sizes_it_ran_at_beside_its_setup():
+    """`Claims(shown=...)`: the parameters every card row names as this run ran them (the card's setup column), a
+    claim's own `shown` instead of them, a measurement's `at` for a shown key; a name that is no parameter refused."""
+    import dataclasses
+    import types
+
+    from perflab.kit.card import setup_cell
+
+    @dataclasses.dataclass
+    class P:
+        batch: int = 512
+        rows: int = 64
+        k: int = 3
+
+    c = Claims(Claim("fast", "fast", ">= 2x", at_least=2.0, setup={"device": "cpu"}),
+               Claim("count", "a count", "0", at_most=0, unit="syncs", shown=("k",)),
+               params=P, shown=("batch", "rows"))
+    cfg = types.SimpleNamespace(batch=512, rows=64, k=3)
+    fast, count = c.judge({"fast": (Measured(3.0, 2.5, 3.5), "3x", {"batch": 128}),
+                           "count": (Measured.exact(0), "0")}, cfg=cfg, device="cpu")
+    assert fast.setup == {"device": "cpu", "batch": 128, "rows": 64} and fast.verdict == "holds"
+    assert setup_cell(fast) == "batch=128 · rows=64" and setup_cell(count) == "k=3"
+    with pytest.raises(ClaimError, match=r"claim 'b': shown 'nope' is not a parameter of P"):
+        Claims(Claim("b", "b", "1", at_least=1, shown=("nope",)), params=P)
+    with pytest.raises(ClaimError, match="shown is a tuple of parameter names"):
+        Claims(Claim("b", "b", "1", at_least=1), shown="batch")
+
+
 def test_a_row_records_the_setup_as_it_ran_and_round_trips_through_the_log(tmp_path):
     """The row's setup is what ran: the run's parameters, or the value a measurement gives for its own setup key
     (a search that ran at 2,048 rows while the notebook's batch said 512); the log holds it and reads it back."""
@@ -344,7 +372,7 @@ def test_a_row_records_the_setup_as_it_ran_and_round_trips_through_the_log(tmp_p
     assert rows[1].setup == {"device": "cpu"} and rows[1].why == "measured on cpu"
     off = c.judge({"fast": (Measured(3.0, 2.5, 3.5), "3x"), "gpu": (None, "-")}, cfg=cfg, device="cpu")[0]
     assert (off.verdict, off.why, off.setup) == ("not tested here", "measured at batch=512", {"batch": 512})
-    with pytest.raises(ClaimError, match=r"claim 'fast': measured at \['k'\], which is not in its setup \(batch\)"):
+    with pytest.raises(ClaimError, match=r"claim 'fast': measured at \['k'\], which is not in its setup or shown \(batch\)"):
         c.judge({"fast": (None, "-", {"k": 1}), "gpu": (None, "-")}, cfg=cfg, device="cpu")
     log = ResultsLog(tmp_path / "r.jsonl", study="s", stamp={})
     c.log(log, rows)
@@ -358,7 +386,7 @@ def test_a_row_records_the_setup_as_it_ran_and_round_trips_through_the_log(tmp_p
     (lambda: Claims(Claim("a", "t", "1", at_least=1), Claim("b", "t", "1", at_least=1), headline="c"),
      "^headline 'c' is not among the claims: a, b$"),
     (lambda: Claim("a", "t", "1", at_least=1, x=1, y=2), "^claim 'a': unknown field 'x', 'y'; a Claim takes key, text, "
-     "claimed and at_least, at_most, partly, fixed, setup, source, metric, why_not, unit, measured_by$"),
+     "claimed and at_least, at_most, partly, fixed, setup, source, metric, why_not, unit, measured_by, shown$"),
     (lambda: Claim("a", "t", "", at_least=1), "^claim 'a': claimed must be a non-empty string, got ''$"),
     (lambda: Claim("a", "t", "1", at_least=1, setup=[("batch", 1)]),
      r"^claim 'a': setup must be a mapping of parameter name to value, got \[\('batch', 1\)\]$"),

@@ -140,6 +140,9 @@ def test_the_diagnosis_shows_itself_and_its_json_has_every_field(tmp_path):
     assert "host sync" in text and f"diagnose_steps.py:{planted('host sync')}" in text
     page = d._repr_html_()
     assert "<table>" in page and "host sync" in page
+    summary = page[page.index("<summary>"):page.index("</summary>")]   # folded: the headline and the top cause
+    assert page.startswith("<details class='perflab-diagnosis'>") and "<table>" not in summary
+    assert d.headline() in summary and d.cause_line() in summary
     shown, folded = page.split("<details>")     # the top findings first, every one with its fix under the fold
     assert "<th style='text-align:left'>fix</th>" not in shown and "<th style='text-align:left'>fix</th>" in folded
     assert shown.count("<tr>") <= 1 + 5 and folded.count("<tr>") == 1 + len(d.findings)

@@ -29,7 +29,9 @@ ON_CPU = {key: (None, None, None, "not tested here") for key in (*SAVINGS, *REMA
     key: ON_GPU[key] for key in ("unique_syncs", "integrity", "sep_grad", "optimized_syncs", "captured_syncs",
                                  "captured_math")} | {"cpu_ops_10x": (248 / 31, 248 / 31, 248 / 31, "partly holds")}
 UNITS = {**{k: "s/epoch" for k in SAVINGS}, **{k: "ms" for k in REMAPS}, **{k: "x" for k in SPEEDUPS},
-         "cpu_ops_10x": "x", "integrity": "bool", "sep_grad": "bool", "captured_math": "bool"}
+         "cpu_ops_10x": "x", "integrity": "bool", "sep_grad": "bool", "captured_math": "bool",
+         "unique_syncs": "syncs per call", "optimized_syncs": "syncs per step", "captured_syncs": "syncs per step",
+         "captured_launches": "launches per step"}
 
 
 def _rows(device_type: str, **params):
@@ -158,16 +160,14 @@ def test_the_card_the_tables_and_the_sentences_show_the_judged_numbers():
 def test_the_figures_draw_the_findings():
     for device_type in ("cpu", "cuda"):
         r, f = run(device_type), findings(device_type)
-        for fig in (figures.main(r, f), figures.times(r, f), figures.sweep(r, f)):
+        for fig in (figures.times(r, f), figures.sweep(r, f)):
             assert fig.get_axes()
             matplotlib.pyplot.close(fig)
     r, f = run("cpu"), findings("cpu")
-    fig = figures.main(r, f)
-    ticks = [t.get_text() for t in fig.get_axes()[1].get_yticklabels()]
-    assert "10x fewer: 24.8" in ticks                      # the target labelled on its axis
-    assert "8.00x fewer captured" in fig.get_axes()[1].get_title(loc="left")
+    fig = figures.times(r, f)       # the card's figure: each bar's speed as the timing table gives it, said how
+    labels = [t.get_text() for t in fig.get_axes()[0].texts]
+    assert any(x.endswith("2.00x") for x in labels) and "indicative" in fig.get_axes()[0].get_title(loc="left")
     matplotlib.pyplot.close(fig)
-    assert figures.claims(r, CLAIMS.judge(evidence(r, f), cfg=r.cfg, device=r.device)) is None   # nothing on an interval
 
 
 def test_a_crossover_outside_the_sweep_is_not_drawn():

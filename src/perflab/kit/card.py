@@ -212,6 +212,16 @@ def device_text(env: Mapping) -> str:
     return text + (f", {threads} thread{'s' if threads != 1 else ''}" if threads and "cpu" in str(kind) else "")
 
 
+def stamp_text(env: Mapping) -> str:
+    """'torch 2.13.0+cpu · commit 7a84826 (dirty tree)': what else a card's numbers depend on (its title says it, so
+    that the card, the first thing a reader sees, needs no line below it)."""
+    commit = env.get("commit")
+    parts = [f"torch {env['torch']}"] if env.get("torch") else []
+    if commit:
+        parts.append(f"commit {str(commit)[:7]}" + (" (dirty tree)" if env.get("dirty") else ""))
+    return " · ".join(parts)
+
+
 class VerdictCard:
     """A notebook's verdicts, shown where it is made (under the question, before the parameters) and updated in
     place by `attach` (the run: `setup(..., card=card)`), `figure` and `judge` (module doc). Outside a notebook it
@@ -294,7 +304,8 @@ class VerdictCard:
         return [] if self.rows is not None else list(self.claims)
 
     def _repr_html_(self) -> str:
-        title = " · ".join(x for x in (self.title or "Verdicts", self.device) if x)
+        env = getattr(self.run.log, "env", {}) or {} if self.run is not None else {}
+        title = " · ".join(x for x in (self.title or "Verdicts", self.device, stamp_text(env)) if x)
         return card_html(self.rows or [], device=self.device, pending=self._pending(), figure_png=self._png,
                          caption=self._caption, title=title, cause=self.cause, headline=self.headline or "")
 

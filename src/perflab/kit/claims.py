@@ -38,7 +38,8 @@ class ClaimError(ValueError):
     """A claim that cannot be judged as written: the message names the claim and what is allowed."""
 
 
-_FIELDS = ("at_least", "at_most", "partly", "fixed", "setup", "source", "metric", "why_not", "unit", "measured_by")
+_FIELDS = ("at_least", "at_most", "partly", "fixed", "setup", "source", "metric", "why_not", "unit", "measured_by",
+           "shown")
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -49,8 +50,10 @@ class Claim:
     and device type it is about), `source` (where it comes from: "seed 002", "issue 13"), `metric` (what is measured
     here, in words), `why_not` (why it cannot be tested elsewhere), `unit` (how its number reads: "x" for a ratio,
     "%" for a share given as a fraction, "GiB", "ms", "" for a bare count, "bool" for a pass/fail claim judged as 1
-    against at_least=1: it reads "yes"/"no") and `measured_by` (the function that
-    measures it, named from the study's package: "study.decide_recycle"; `Claims.measurer` finds it)."""
+    against at_least=1: it reads "yes"/"no"), `measured_by` (the function that
+    measures it, named from the study's package: "study.decide_recycle"; `Claims.measurer` finds it) and `shown` (the
+    parameters its card row names as this run ran them, beside its setup: the sizes it was measured at; None: the
+    study's `Claims(shown=...)`)."""
     key: str
     text: str
     claimed: str
@@ -64,6 +67,7 @@ class Claim:
     why_not: str
     unit: str
     measured_by: str
+    shown: tuple | None
 
     def __init__(self, key: str, text: str, claimed: str, **rule: Any):
         if not isinstance(key, str) or not key.isidentifier():
@@ -84,7 +88,8 @@ class Claim:
         values = dict(key=key, text=text, claimed=claimed, at_least=rule.get("at_least"), at_most=rule.get("at_most"),
                       partly=rule.get("partly"), fixed=rule.get("fixed", False), setup=tuple(setup.items()),
                       source=rule.get("source", ""), metric=rule.get("metric", ""), why_not=rule.get("why_not", ""),
-                      unit=rule.get("unit", ""), measured_by=rule.get("measured_by", ""))
+                      unit=rule.get("unit", ""), measured_by=rule.get("measured_by", ""),
+                      shown=_names(key, rule["shown"]) if rule.get("shown") is not None else None)
         for name in ("unit", "measured_by"):
             if not isinstance(values[name], str):
                 raise ClaimError(f"claim {key!r}: {name} must be a string, got {values[name]!r}")
@@ -245,11 +250,20 @@ class ClaimRow(Mapping):
 _ROW_FIELDS = tuple(f.name for f in dataclasses.fields(ClaimRow))
 
 
+def _names(key: str, shown) -> tuple[str, ...]:
+    if isinstance(shown, str) or not all(isinstance(k, str) and k.isidentifier() for k in shown):
+        raise ClaimError(f"{key}: shown is a tuple of parameter names, like ('batch', 'n_rows'), got {shown!r}")
+    return tuple(shown)
+
+
 class Claims:
     """A study's claims, checked together when built: unique keys, the headline among them, every setup key a
-    parameter of `params` (the study's parameters dataclass) or "device", with a value of its type."""
+    parameter of `params` (the study's parameters dataclass) or "device", with a value of its type; `shown`: the
+    parameters every judged row names as this run ran them (the sizes its numbers were measured at), unless a claim
+    names its own."""
 
-    def __init__(self, *claims: Claim, headline: str | None = None, params: type | None = None):
+    def __init__(self, *claims: Claim, headline: str | None = None, params: type | None = None,
+                 shown: tuple[str, ...] = ()):
         if not all(isinstance(c, Claim) for c in claims):
             raise ClaimError(f"Claims takes Claim objects, got {[type(c).__name__ for c in claims]}")
         keys = [c.key for c in claims]
@@ -260,6 +274,7 @@ class Claims:
         if headline is not None and headline not in keys:
             raise ClaimError(f"headline {headline!r} is not among the claims: {', '.join(keys)}")
         self.headline = headline
+        self.shown = _names("Claims", shown)
         # the study's package: where a claim's measured_by is looked up (perflab.prover.early_exit)
         self.package = params.__module__.rpartition(".")[0] if params is not None else ""
         if params is not None:
@@ -270,6 +285,10 @@ class Claims:
 
         fields, hints = fields_of(params), _hints(params)
         for c in self.claims:
+            bad = [k for k in self.shown_by(c) if k not in fields]
+            if bad:
+                raise ClaimError(f"claim {c.key!r}: shown {', '.join(map(repr, bad))} is not a parameter of "
+                                 f"{params.__name__}")
             for k, v in c.setup:
                 if k == "device":
                     continue
@@ -282,6 +301,10 @@ class Claims:
                     what = (f"one of {name}" if typing.get_origin(hints[k]) is typing.Literal
                             else f"{'an' if name[:1] in 'aeiou' else 'a'} {name}")
                     raise ClaimError(f"claim {c.key!r}: setup {k}={v!r} is not {what}, as {params.__name__}.{k} is")
+
+    def shown_by(self, c: Claim) -> tuple[str, ...]:
+        """The parameters `c`'s row names beside its setup: its own `shown`, else the study's."""
+        return c.shown if c.shown is not None else self.shown
 
     def __iter__(self):
         return iter(self.claims)
@@ -339,19 +362,20 @@ class Claims:
                     raise ClaimError(f"claim {c.key!r} is about a device type: judge(..., device=run.device)")
                 if k != "device" and cfg is None:
                     raise ClaimError(f"claim {c.key!r} is about {k}: judge(..., cfg=run.cfg)")
-        return [self._row(c, *self._entry(c, found[c.key]), cfg, dt) for c in self.claims]
+        return [self._row(c, *self._entry(c, found[c.key], self.shown_by(c)), cfg, dt, self.shown_by(c))
+                for c in self.claims]
 
     @staticmethod
-    def _entry(c: Claim, entry) -> tuple:
+    def _entry(c: Claim, entry, shown: tuple[str, ...] = ()) -> tuple:
         if not (isinstance(entry, tuple) and len(entry) in (2, 3) and isinstance(entry[1], str)
                 and (len(entry) == 2 or isinstance(entry[2], Mapping))):
             raise ClaimError(f"claim {c.key!r}: give Evidence(measurement or None, sentence) or Evidence(..., "
                              f"sentence, {{setup key: value it ran at}}), got {entry!r}")
         m, sentence, at = Evidence(*entry)
-        keys = {k for k, _ in c.setup}
+        keys = {k for k, _ in c.setup} | set(shown)
         if set(at) - keys:
             raise ClaimError(f"claim {c.key!r}: measured at {sorted(set(at) - keys)}, which is not in its setup "
-                             f"({', '.join(sorted(keys)) or 'none'})")
+                             f"or shown ({', '.join(sorted(keys)) or 'none'})")
         if m is not None and not isinstance(m, (Measured, Decision)):
             raise ClaimError(f"claim {c.key!r}: a measurement is a Measured or a Decision, got {type(m).__name__}")
         if isinstance(m, Decision):
@@ -362,11 +386,12 @@ class Claims:
         return m, sentence, at
 
     @staticmethod
-    def _row(c: Claim, m, sentence: str, at: Mapping, cfg, device_type: str) -> ClaimRow:
+    def _row(c: Claim, m, sentence: str, at: Mapping, cfg, device_type: str, shown: tuple[str, ...] = ()) -> ClaimRow:
         ran = _AsRan(cfg, {k: v for k, v in at.items() if k != "device"})
         device_type = at.get("device", device_type)
         off = c.off_setup(ran, device_type)
         setup = {k: device_type if k == "device" else getattr(ran, k, None) for k, _ in c.setup}
+        setup.update({k: getattr(ran, k, None) for k in shown if k not in setup and cfg is not None})
         row = {"key": c.key, "claim": c.text, "claimed": c.claimed, "measured": sentence,
                "verdict": c.verdict(m, ran, device_type), "rule": c.rule_text, **c.rule, "setup": setup,
                "unit": c.unit, "measured_by": c.measured_by}

@@ -131,8 +131,9 @@ class Diagnosis:
         return self.table()
 
     def _repr_html_(self, top: int = 5) -> str:
-        """The headline, the `top` findings (# kind where op per step share) and, folded (`<details>`), every
-        finding with its fix and evidence, and the notes: a page shows the causes, a reader opens the rest."""
+        """Folded (`<details>`) under the headline and the top cause (a page shows what the step costs and why; the
+        argument of a notebook does not need the rest): the `top` findings (# kind where op per step share) and,
+        folded again, every finding with its fix and evidence, and the notes."""
         esc = html.escape
 
         def table(rows, cols):
@@ -150,10 +151,13 @@ class Diagnosis:
         notes = "".join(f"<li>{esc(n)}</li>" for n in [*self.notes, _overhead_line(self.overhead)])
         lead = (f"<p style='font-size:12px; color:#616161'>{esc(' · '.join(x for x in (overlap, more) if x))}</p>"
                 if overlap or more else "")
-        return (f"<div class='perflab-diagnosis'><p><b>{esc(self.headline())}</b></p>"
+        cause = self.cause_line()
+        summary = (f"<b>{esc(self.headline())}</b><br>" + (f"top cause: {esc(cause)}" if cause else "no finding")
+                   + " <span style='color:#757575'>(open: the findings)</span>")
+        return (f"<details class='perflab-diagnosis'><summary>{summary}</summary>"
                 + (table(shown, short) if shown else "<p>no finding</p>") + lead
                 + f"<details><summary>every finding ({len(rows)}) with its fix and evidence, and the notes</summary>"
-                + (table(rows, (*short, "fix", "evidence")) if rows else "") + f"<ul>{notes}</ul></details></div>")
+                + (table(rows, (*short, "fix", "evidence")) if rows else "") + f"<ul>{notes}</ul></details></details>")
 
     # ---- JSON -------------------------------------------------------------------------------------------------
     def as_dict(self) -> dict:

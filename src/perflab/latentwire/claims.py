@@ -110,6 +110,6 @@ CLAIMS = Claims(
           metric="memory, baseline over the strategy (not implemented)",
           why_not="not implemented: no throughput claim to test, and empty_cache only hands cached blocks back "
                   "to the driver"),
-    headline="all", params=LatentWireParams)
+    headline="all", params=LatentWireParams, shown=("ablation_batch", "accum_steps", "amp"))
 
 OVERHEADS = ("non_blocking", "loss_loop", "kv_cache")  # "~X% overhead" claims tested end to end (a gain threshold)

@@ -17,10 +17,10 @@ from ..kit.bench import fmt_seconds
 from ..kit.claims import COLORS
 from ..kit.figures import PALETTE, color
 from ..kit.formatting import num, value_text
-from .ablation import IMPLS, TESTED_BY
+from .ablation import IMPLS, TESTED_BY, claims_of
 from .claims import CLAIMS
 from .config import Toggles
-from .findings import Findings, decided, indicative, indicative_text, spreads
+from .findings import GAINS, MEMORY, Findings, decided, indicative, indicative_text, spreads
 from .floors import fraction_of_floor
 from .params import LatentWireParams
 
@@ -59,9 +59,13 @@ def vs_baseline(run, found: Findings, variant: str) -> tuple[str, str]:
     if variant == "baseline":
         return "1x", "the reference"
     d, keys = decided(found, variant)
-    if d is not None:
-        return value_text(d.value, d.low, d.high, "x"), f"decided: {', '.join(keys)}"
-    return f"{indicative(found, variant):.2f}x", "indicative"
+    if d is not None:   # the samples/s column is the ablation's own: its ratio said beside the decided one
+        return (value_text(d.value, d.low, d.high, "x"),
+                f"decided: {', '.join(keys)} (the samples/s column's own ratio: {indicative(found, variant):.2f}x, "
+                f"indicative)")
+    other = [k for k in claims_of(variant) if k not in GAINS]
+    return (f"{indicative(found, variant):.2f}x",
+            "indicative" + (f"; {', '.join(other)}: judged on {_judged_on(other)} (the card)" if other else ""))
 
 
 def ablation_note(run, found: Findings) -> str:
@@ -102,6 +106,12 @@ def ratio_axis(axis, low: float, high: float) -> None:
     axis.set_minor_locator(ticker.NullLocator())
 
 
+def _judged_on(keys: list[str]) -> str:
+    """What a variant's claims that are not its speed are judged on: 'its share of the step', 'activation memory'."""
+    return ("activation memory" if all(k in MEMORY for k in keys)
+            else "its share of the step" if all(CLAIMS[k].unit == "%" for k in keys) else "another quantity")
+
+
 def ablation_figure(run, found: Findings):
     """The study's main figure: each variant's samples/s over the baseline's. Where a claim was decided on the
     variant: the decision's value (dot) and 99% interval (bar, in the claim's verdict colour), the claims' thresholds
@@ -133,7 +143,9 @@ def ablation_figure(run, found: Findings):
         ax.plot(rng, [y, y], color="0.55", lw=1.6)
         ax.plot([x], [y], "o", mfc="white", mec="0.35", mew=1.2, ms=6)
         xs += [*rng, x]
-        labels.append((y, f"{x:.2f}x indicative", "0.35"))
+        other = [k for k in claims_of(name) if k not in GAINS]   # a share or a memory claim: its number is the card's
+        labels.append((y, f"{x:.2f}x indicative" + (f"; {', '.join(other)}: judged on {_judged_on(other)}, see the card"
+                                                    if other else ""), "0.35"))
     for y, text, c in labels:
         ax.annotate(text, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(5, 0), textcoords="offset points",
                     va="center", fontsize=8, color=c, annotation_clip=False)

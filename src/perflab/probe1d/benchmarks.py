@@ -124,7 +124,8 @@ def sweep_frame(run, found: Findings):
                      if judged is not None and r is default else "")})
     return pd.DataFrame(out).style.hide(axis="index").set_caption(
         f"seconds per LM iteration (median, IQR, timed blocks) on {run.device.type}, {cfg.threads or 'all'} "
-        f"thread(s): both versions in 3 interleaved rounds per size")
+        f"thread(s): both versions in 3 interleaved rounds per size, timed apart from the claims' rounds (the "
+        f"judged column is the card's number)")
 
 
 # ---- whole fits ---------------------------------------------------------------------------------------------
@@ -272,14 +273,16 @@ def modes_frame(run, found: Findings):
              "tile sums (share, ns per pair)": "-"}]
     for name in [k for k in side if k != "baseline" and not k.endswith(" sums")]:
         it, sums = side[name], side[f"{name} sums"]
-        vs = (f"judged {value_text(judged[1].value, judged[1].low, judged[1].high, 'x')} ({judged[0]})"
-              if judged is not None and name == mode else f"{rng(ratio(side['baseline'], it))}: indicative")
+        own = f"{rng(ratio(side['baseline'], it))}: indicative"   # this table's own timings, said beside the judged
+        vs = (f"judged {value_text(judged[1].value, judged[1].low, judged[1].high, 'x')} ({judged[0]}); these "
+              f"medians: {own}" if judged is not None and name == mode else own)
         rows.append({"version": f"optimized, {name}", "seconds per LM iteration": fmt(it), "baseline / this": vs,
                      "tile sums (share, ns per pair)": f"{fmt_seconds(summary(sums)['median_s'])} "
                      f"({sums.median / it.median:.0%}, {1e9 * sums.median / (x._nnz() * y.shape[1]):.3g} ns)"})
     return pd.DataFrame(rows).style.hide(axis="index").set_caption(
-        f"side by side at {size_text(x, y)}: medians (IQR, timed blocks); baseline / this as a ratio of medians with "
-        f"p20-p80, or the judged value where the claim timed that pair")
+        f"side by side at {size_text(x, y)}, timed apart from the claims' rounds (medians move between phases of a "
+        f"run on a shared host): medians (IQR, timed blocks); baseline / this as a ratio of medians with p20-p80, "
+        f"beside the judged value where the claim timed that pair")
 
 
 def slab_sweep(pair: dict[str, Variant], widths, x, y, *, device=None, rounds: int = 3, **timing) -> GridResult:

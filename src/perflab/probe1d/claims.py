@@ -77,14 +77,14 @@ def _share(key: str) -> Claim:
 PROFILE_CLAIMS = Claims(
     *(_share(k) for k in SEED_SHARES),
     Claim("zero_grad_fallback", "many coordinates still enter the Levenberg-Marquardt fallback loop despite having "
-          "zero gradients", "~935 coordinates (real data)", at_least=1, unit="", source=SEED,
+          "zero gradients", "~935 coordinates (real data)", at_least=1, unit="coordinates", source=SEED,
           measured_by="profiles.fallback_counts",
           metric="distinct baseline coordinates that entered the fallback with an exactly zero gradient"),
     Claim("zero_grad_exit", "Add a gradient tolerance mask so zero-gradient coordinates exit the LM loop "
-          "immediately (next step)", "not done in the seed", at_most=0, fixed=True, unit="", source=SEED,
+          "immediately (next step)", "not done in the seed", at_most=0, fixed=True, unit="coordinates", source=SEED,
           measured_by="profiles.fallback_counts",
           metric="optimized coordinates that entered the fallback with a zero gradient"),
-    headline="compute_slab_stats", params=ProfileParams)
+    headline="compute_slab_stats", params=ProfileParams, shown=("n_rows", "n_classes", "max_iter"))
 SEED_BREAKDOWN = tuple((SEED_SHARES[k][0], SEED_SHARES[k][1], SEED_SHARES[k][2]) for k in SEED_SHARES)
 
 
@@ -112,12 +112,13 @@ SLAB_CLAIMS = Claims(
           why_not="the seed's 18 h is a GPU job's; a CPU's speedup at its own sizes does not carry over to it",
           metric="baseline / optimized seconds per LM iteration, paired rounds (the job's cut)"),
     Claim("float64", "Would a mixed precision strategy (weights float32, accumulators float64) reduce the "
-          "numerical issues that trigger fallbacks?", "open question", at_least=1, unit="", source=SEED,
-          measured_by="benchmarks.whole_fits", metric="fallbacks not at a zero gradient that float64 sums remove, counted"),
+          "numerical issues that trigger fallbacks?", "open question", at_least=1, unit="fallbacks", source=SEED,
+          measured_by="benchmarks.whole_fits", shown=("fit_rows", "fit_classes", "fit_max_iter"),
+          metric="fallbacks not at a zero gradient that float64 sums remove, counted"),
     Claim("qx", "Can we derive qx from statistics that reuse existing sums without extra passes?",
           "open question", at_least=1, fixed=True, unit="bool", source=SEED, measured_by="checks.solver_checks",
           metric="whether qx from the plan's product equals the separate pass (1e-6)"),
-    headline="cpu_10x", params=SlabStatsParams)
+    headline="cpu_10x", params=SlabStatsParams, shown=("n_rows", "n_classes", "n_latents", "l0"))
 QX_CHECK = "qx from the plan's product equals the baseline's separate pass (1e-6)"  # the check qx reads (checks.py)
 SPEED_CLAIMS = tuple(SLAB_CLAIMS[k] for k in ("cpu_10x", "gpu_100x", "job_18h"))  # decide_speedup, each its rule
 FLOOR_CLAIM = SLAB_CLAIMS["floor_3x"]                                              # decide_value, paired rounds

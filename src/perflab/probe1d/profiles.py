@@ -183,11 +183,11 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
                                f"pyinstrument profiles ({SHARE_CONFIDENCE:.0%} t interval, clipped to [0, 100%]); "
                                f"optimized {_pct(found.profiles.optimized.share(needle))}")
     b, o = found.fallbacks["baseline"], found.fallbacks["optimized"]
-    out["zero_grad_fallback"] = Evidence(Measured.exact(b["coords"]), f"{b['coords']} distinct baseline coordinates, "
+    out["zero_grad_fallback"] = Evidence(Measured.exact(b["coords"]), f"{b['coords']} coordinates (distinct, the baseline's), "
                                          f"{b['times']} fallbacks over the fit ({b['latents']} latents x "
                                          f"{b['classes']} classes)")
-    out["zero_grad_exit"] = Evidence(Measured.exact(o["coords"]), f"{o['coords']} optimized coordinates in the "
-                                     f"fallback, {o['skipped']} skipped before the LM tries")
+    out["zero_grad_exit"] = Evidence(Measured.exact(o["coords"]), f"{o['coords']} coordinates (the optimized solver's) in "
+                                     f"the fallback, {o['skipped']} skipped before the LM tries")
     return out
 
 

@@ -383,7 +383,7 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
     fb, f32, f64 = (found.fits[k] for k in ("baseline", "optimized float32", "optimized float64"))
     num32, num64 = fallbacks_float64(found.fits)
     out["float64"] = Evidence(Measured.exact(max(0, num32 - num64)),
-                              f"{max(0, num32 - num64)} removed: fallbacks not at a zero gradient {num32} with float32 "
+                              f"{max(0, num32 - num64)} fallbacks removed: not at a zero gradient {num32} with float32 "
                               f"sums (baseline and optimized), {num64} with float64; all {fb['fallbacks']} baseline "
                               f"fallbacks: {fb['zero_grad_fallbacks']} at an exactly zero gradient; coordinates "
                               f"converged float32 {100 * f32['frozen_share']:.3g}%, float64 "

@@ -2,9 +2,9 @@
 (`perflab.kit.figures.color` among IMPLS: the baseline grey, optimized blue, captured orange, in every figure), times
 as the median of their blocks with the p20-p80 spread drawn, units on every axis, `layout="constrained"`.
 
-    main(run, found)      the card's figure: host syncs per step (each configuration) and ops per step by kind
+    times(run, found)     the card's figure: time per step of each configuration at `batch`, the paired rounds'
+                          speeds beside (the counts are the card's and the tables', not a figure's)
     curves(run, found)    the loss curves of one seed (the appendix)
-    times(run, found)     time per step of each configuration at `batch`, the paired rounds' speeds beside
     sweep(run, found)     time per step and per sample against the batch size, with the fit"""
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from .claims import SPEEDUPS
 from .evidence import median_ratio
 from .findings import Findings
 from .impls import IMPLS
-from .measuring import DRAWS, GRAPH_CALLS, MATMULS
 
 VERSIONS = list(IMPLS)
 
@@ -34,50 +33,6 @@ def _ms(m) -> tuple[float, float, float]:
     """A Measurement's median, p20 and p80 in ms."""
     s = summary(m)
     return 1e3 * s["median_s"], 1e3 * s["p20_s"], 1e3 * s["p80_s"]
-
-
-def main(run, found: Findings):
-    """Host syncs per step of each configuration (counted: the same on every device), and the ops (kernels on CUDA)
-    each version dispatches per step, split into what the captured step cannot drop (matmuls, random draws, its graph
-    call) and the rest, against the 10x target (a tenth of the baseline's count)."""
-    s, la = found.syncs, found.launches
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.6, 3.8), layout="constrained", width_ratios=(1.2, 1))
-    names = list(s.per_step)
-    ax1.barh(names, [s.per_step[n] for n in names], color=[color(_version(found, n), VERSIONS) for n in names])
-    for y, n in enumerate(names):
-        ax1.annotate(f"{s.per_step[n]:g}", (s.per_step[n], y), xytext=(3, 0), textcoords="offset points",
-                     va="center", fontsize=7)
-    ax1.invert_yaxis()
-    ax1.tick_params(axis="y", labelsize=7)
-    ax1.tick_params(axis="x", labelsize=7)
-    ax1.set_xlim(0, 1.25 * max(s.per_step.values()))
-    ax1.set_xlabel(f"host syncs per step (counted over {s.steps} steps)", fontsize=8)
-    ax1.set_title("syncs: every configuration", fontsize=9, loc="left")
-    versions = list(la.per_step)
-    unit = "kernels" if la.what.startswith("device") else "aten ops"
-    kept = [sum(la.kinds[v].get(k, 0) for k in (MATMULS, DRAWS, GRAPH_CALLS)) for v in versions]
-    rest = [la.per_step[v] - k for v, k in zip(versions, kept)]
-    pal = [color(v, VERSIONS) for v in versions]
-    ax2.bar(versions, kept, color="white", edgecolor=pal, hatch="////", width=0.6, lw=1,
-            label="matmuls, random draws, graph call")
-    ax2.bar(versions, rest, bottom=kept, color=pal, width=0.6, label="the rest (elementwise, views, ...)")
-    target = la.per_step["baseline"] / 10
-    ax2.axhline(target, color="black", lw=1, ls="--")
-    for x, v in enumerate(versions):
-        ax2.annotate(f"{la.per_step[v]:.0f}", (x, la.per_step[v]), xytext=(0, 2), textcoords="offset points",
-                     ha="center", fontsize=7)
-    top = 1.4 * max(la.per_step.values())   # room for the legend above the bars
-    ax2.set_ylim(0, top)
-    ticks = [t for t in (100, 200, 300, 500, 1000) if t < top and abs(t - target) > 0.12 * top]
-    ax2.set_yticks([0, target, *ticks], ["0", f"10x fewer: {num(target)}", *map(str, ticks)])
-    ax2.set_ylabel(f"{unit} per step (counted)", fontsize=8)
-    ax2.tick_params(labelsize=7)
-    ax2.legend(fontsize=6.5, loc="upper right", frameon=False)
-    fewer = la.per_step["baseline"] / la.per_step["captured"] if la.per_step["captured"] else math.inf
-    ax2.set_title(f"{unit}: {num(fewer, True)}x fewer captured", fontsize=9, loc="left")
-    fig.suptitle(f"Host syncs and dispatched ops per step, batch {run.cfg.batch} on {found.inputs.device_kind}",
-                 fontsize=9)
-    return fig
 
 
 def curves(run, found: Findings):
@@ -173,20 +128,4 @@ def sweep(run, found: Findings):
     note = f"; {sw.note}" if sw.note else ""
     fig.suptitle(f"{head}\n{cfg.sweep_steps}-step calls on {found.inputs.device_kind}, not the timing table's "
                  f"{cfg.log_every}-step calls{note}", fontsize=9)
-    return fig
-
-
-def claims(run, rows):
-    """The claims judged on an interval (`perflab.kit.claims.claims_figure`), saved and shown; where there is none
-    (a CPU run: the timed claims are about a GPU, the rest are exact counts) one line says so. -> Figure or None"""
-    from ..kit.claims import claims_figure
-
-    fig = claims_figure(rows, title=f"05_vae_sync: claims judged on an interval, batch {run.cfg.batch} on "
-                                    f"{run.device.type}")
-    if fig is None:
-        print("No claim was judged on an interval on this run (the timed claims are about a GPU; the counts and "
-              "pass/fail facts are exact): the card lists every verdict.")
-        return None
-    run.savefig(fig, "claims")
-    plt.show()
     return fig

@@ -31,7 +31,7 @@ CLAIMS = Claims(
           at_least=2.0, partly=1.05, unit="x", source=SEED, measured_by="study.decide_recycle",
           metric=f"full's time over recycle's: {RECYCLE_OVER_FULL}"),
     Claim("compaction", "dynamic batching (compaction) won't work with CUDA graphs (judged: the batch shapes compact "
-          "runs beyond bucketed's, each a CUDA graph to capture)", "breaks CUDA graphs", at_least=1.0, unit="",
+          "runs beyond bucketed's, each a CUDA graph to capture)", "breaks CUDA graphs", at_least=1.0, unit="graphs",
           source=SEED, measured_by="study.traced_runs",
           metric="distinct batch shapes compact ran on the whole ladder, minus bucketed's (one graph each under CUDA "
                  "graphs), counted"),
@@ -54,4 +54,4 @@ CLAIMS = Claims(
     Claim("v10", "slot recycling (V10): 20k candidates at B=256 in 17.7 s, 0.88 ms per candidate", "0.88 ms",
           at_most=0.88, unit="ms", source=SEED, measured_by="study.benchmark", metric="ms per candidate",
           why_not="another engine, policy and graph: the number is not comparable"),
-    headline="early_exit", params=EarlyExitParams)
+    headline="early_exit", params=EarlyExitParams, shown=("kg", "n_candidates", "batch"))

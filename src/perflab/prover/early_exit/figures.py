@@ -16,7 +16,7 @@ from ...kit.bench import fmt
 from ...kit.figures import color
 from ...kit.formatting import value_text
 from ...kit.verdicts import Measured
-from .study import IMPLS, Findings, lead_claim, trace_table
+from .study import IMPLS, Findings, either_way, lead_claim, trace_table
 
 
 def _bar_label(ax, x, top, text, fontsize=7.5, **kw):
@@ -121,10 +121,11 @@ def step_time(run, found: Findings):
         t = tt[tt.strategy == s]
         ax.scatter(t.active_fraction, 1e3 * t.seconds, s=9, alpha=0.6, color=color(s, IMPLS), label=s)
     f = found.need("flat_step", "study.decide_flat_step")
-    d = f.decision
+    d, e = f.decision, either_way(f.decision.measured)
     ax.text(0.02, 0.97, f"full, one step at {f.active:.0%} of its rows active over one with all active:\n"
                         f"{value_text(d.value, d.low, d.high, 'x')} (decided on single steps: {d.how.split(' (')[0]}, "
-                        "99% interval)", transform=ax.transAxes, va="top", fontsize=7.5,
+                        f"99% interval);\njudged either way, max(r, 1/r): {value_text(e.value, e.low, e.high, 'x')} "
+                        "(the card's)", transform=ax.transAxes, va="top", fontsize=7.5,
             bbox=dict(facecolor="white", edgecolor="#bdbdbd", boxstyle="round"))
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_xlim(-0.03, 1.03)

@@ -332,8 +332,10 @@ def decide_flat_step(run, found: Findings) -> StepRatio:
     cfg, device = run.cfg, run.device
     busy, idle, active = step_fns(found.ladder, cfg.batch, 0.1)
     d = FLAT_STEP.decide(decide_speedup, idle, busy, cfg=cfg, device=device, min_rounds=30)  # 30 rounds: cheap
+    e = either_way(d.measured)
     print(f"one step at {active:.0%} of its rows active over one with all active: "
-          f"{value_text(d.value, d.low, d.high, 'x')} (99% interval, {d.how})")
+          f"{value_text(d.value, d.low, d.high, 'x')} (99% interval, {d.how}); judged either way, max(r, 1/r): "
+          f"{value_text(e.value, e.low, e.high, 'x')} (the card's number)")
     return StepRatio(d, active)
 
 

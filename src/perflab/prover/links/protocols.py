@@ -63,9 +63,10 @@ def summary_lines(lp, dataset: str, device_type: str) -> list[str]:
         f"fitted on {lp.fit_queries} valid triples: {lp.combination.describe()}; a proof through one rule of "
         f"confidence 0.9 / 0.5 / 0.1 adds " + " / ".join(f"{lp.combination.bonus(math.log(c)):+.2f}" for c in (0.9, 0.5, 0.1))
         + f" (policy term aside) to a score whose embedding term moves {lp.combination.weights[0].item():.2f} per nat",
-        f"cost per candidate on the candidates of {lp.config.n_cost} test triples "
+        f"cost per candidate (indicative) on the candidates of {lp.config.n_cost} test triples "
         f"({lp.config.compile}/{lp.config.backend}): {cost}",
-        f"speed ({device_type}): {lp.candidates_per_s:,.0f} candidates/s, test scoring {lp.scoring_s:.1f} s; "
+        f"speed ({device_type}, one pass of the split, not the judged number: the card's is decided in rounds): "
+        f"{lp.candidates_per_s:,.0f} candidates/s, test scoring {lp.scoring_s:.1f} s; "
         f"embedding training {t['embedding training']:.1f} s, fit on valid {t['fit on valid']:.1f} s, "
         f"warm-up {t['warm-up']:.1f} s",
     ]
