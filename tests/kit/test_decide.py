@@ -145,7 +145,7 @@ def test_the_error_rate_at_the_threshold_holds_over_the_looks():
 
 def test_without_the_spending_over_looks_the_error_rate_is_too_high(monkeypatch):
     """The test above has teeth: every look at the full level (no spending) gives several times more wrong verdicts."""
-    monkeypatch.setattr(V, "_alpha", lambda k, alpha: alpha * 4)
+    monkeypatch.setattr(V, "_level", lambda k, alpha, share, before: alpha * 4)
     n = 600
     assert _wrong_at_threshold(n) / n > 0.01
 
@@ -325,10 +325,17 @@ def test_the_looks_spend_alpha_as_6_over_pi_squared_k_squared():
 
 
 def test_each_look_is_charged_the_next_level(monkeypatch):
-    # look k is made at alpha_k: the looks of one decision are 1, 2, 3, ... (kills _Looks._at 1-3)
-    ks = []
-    real = V._alpha
-    monkeypatch.setattr(V, "_alpha", lambda k, alpha: ks.append(k) or real(k, alpha))
+    # look k is made at alpha_k: the looks of one decision are 1, 2, 3, ..., each at the horizon's share it reached
+    # after the last one's, and the typical interval is at the last look's level (kills _Looks._at 1-3)
+    calls, levels = [], []
+    real = V._level
+
+    def level(k, alpha, share, before):
+        calls.append((k, share, before))
+        levels.append(real(k, alpha, share, before))
+        return levels[-1]
+
+    monkeypatch.setattr(V, "_level", level)
     t = {"t": 0.0}
 
     def once():
@@ -336,8 +343,27 @@ def test_each_look_is_charged_the_next_level(monkeypatch):
         return 1000 + 30 * math.sin(t["t"] * 50)
 
     d = decide_value(once, at_least=999.0, clock=lambda: t["t"], max_run_time=2.0)
-    looks = ks[:-1]   # then the typical interval's level: the last look's
-    assert len(looks) >= 3 and looks == list(range(1, len(looks) + 1)) and ks[-1] == looks[-1], (ks, d)
+    ks = [k for k, _, _ in calls]
+    assert len(ks) >= 3 and ks == list(range(1, len(ks) + 1)), (ks, d)
+    assert all(b == pytest.approx(a) for (_, a, _), (_, _, b) in zip(calls, calls[1:]))   # each starts where the last ended
+    assert 0 < calls[0][1] and calls[-1][1] <= 1 + 1e-9 and calls[0][2] == 0
+    assert sum(levels) <= 0.01 + 1e-12
+
+
+def test_the_looks_spend_by_the_horizon_share_and_never_more_than_alpha():
+    # the time part of a look's level is alpha x SPEND_BY_TIME x the share it adds: a look at the end of the horizon
+    # gets far more than the 17th look's 6 / (pi^2 k^2) (issue 50), and any sequence of looks sums to at most alpha
+    a = 0.01
+    assert V._level(1, a, 0.0, 0.0) == pytest.approx((1 - V.SPEND_BY_TIME) * V._alpha(1, a))
+    assert V._level(17, a, 1.0, 0.8) == pytest.approx((1 - V.SPEND_BY_TIME) * V._alpha(17, a) + V.SPEND_BY_TIME * a * 0.2)
+    assert V._level(17, a, 1.0, 0.8) > 50 * V._alpha(17, a)
+    assert V._level(3, a, 0.5, 0.7) == pytest.approx((1 - V.SPEND_BY_TIME) * V._alpha(3, a))   # no share added
+    assert V._level(3, a, 1.7, 0.9) == pytest.approx(V._level(3, a, 1.0, 0.9))   # past the horizon: no more
+    rng = random.Random(3)
+    for _ in range(200):
+        shares = sorted(rng.uniform(0, 1.3) for _ in range(rng.randint(1, 60)))
+        total = sum(V._level(k, a, s, b) for k, (s, b) in enumerate(zip(shares, [0.0] + shares), start=1))
+        assert total <= a + 1e-12
 
 
 def _steady_value(n_warm: int = 2, step: float = 0.01):
