@@ -273,3 +273,19 @@ def test_a_verdict_within_noise_says_what_would_decide_it():
     none = as_row({"key": "s", "claim": "s", "verdict": "within noise", "measured": "-", "why": "",
                    "note": "no budget would decide it: the value is 2% from the threshold"})
     assert what_would_decide(none).startswith("no budget would decide it")
+
+
+def test_a_wide_card_figure_goes_under_the_table_at_its_own_size():
+    # 03's two-panel figure (1222 px) was shrunk to 62% beside the table, its text ~5 px (grading, 2026-12-03)
+    import struct
+
+    from perflab.kit.card import WIDE, png_width
+
+    def png(w, h=300):
+        return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", w, h) + b"\x08\x02\x00\x00\x00"
+
+    assert png_width(png(1222)) == 1222 and png_width(b"GIF89a" + bytes(20)) == 0
+    rows = _claims().judge(_found(), cfg=P(), device="cpu")
+    wide, narrow = card_html(rows, figure_png=png(1222)), card_html(rows, figure_png=png(WIDE - 40))
+    assert "flex: 1 1 100%; max-width: 1222px" in wide
+    assert "flex: 1 1 640px; max-width: 720px" in narrow and "flex: 1 1 100%" not in narrow

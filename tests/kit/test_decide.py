@@ -5,11 +5,11 @@ wait), so thousands of verdicts take seconds and a wrong one can be counted; the
 does the same on real timings under a real load."""
 import math
 import random
+import re
 
 import pytest
 
 from perflab.kit import deciding as V
-from perflab.kit.formatting import with_unit
 from perflab.kit.verdicts import (
     CONFIDENCE,
     Decision,
@@ -424,7 +424,9 @@ def test_the_budget_note_tells_too_few_rounds_from_an_unsettled_interval():
     budget, more = d.note.split("; ")
     assert budget == f"the budget (0.5 s) ended after {d.rounds} rounds"
     assert more.startswith("about ") and more.endswith("s more of rounds would decide it at this spread (the value "
-                                                       f"{with_unit(abs(d.value / 1000 - 1), '%')} from the threshold)")
+                                                       f"{float(f'{100 * abs(d.value / 1000 - 1):.2g}'):g}% from the "
+                                                       "threshold)")   # a distance to 2 figures, not '10.01%'
+    assert re.search(r"the value \d(\.\d)?%|the value \d\d%|the value 0\.\d+%", more), more
 
 
 def test_a_time_decision_carries_its_blocks_interval_rule_and_budget():

@@ -82,3 +82,27 @@ def test_a_time_scale_shortens_every_timed_claims_budget_and_the_run_says_so(tmp
         monkeypatch.setenv("PERFLAB_TIME_SCALE", bad)
         with pytest.raises(ValueError, match=f"PERFLAB_TIME_SCALE='{bad}': give a number in \\(0, 1\\]"):
             setup("03_eval", {"out_dir": str(tmp_path), "device": "cpu", "threads": 0}, EvalParams)
+
+
+def test_a_saved_figures_labels_sit_above_its_lines(tmp_path):
+    # a threshold's line drawn through a value's label struck it through (02, 03b, 04, 06; grading 2026-12-03):
+    # Run.savefig puts each label without a box of its own on a white one above the lines, and keeps its own boxes
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perflab.kit.notebook import open_run
+
+    run = open_run("labels", out_dir=str(tmp_path), run_id="r")
+    fig, ax = plt.subplots()
+    ax.axhline(1.0, zorder=3)
+    plain = ax.text(0.5, 1.0, "judged: 5.97x [5.69, 6.27]")
+    boxed = ax.annotate("own box", (0.2, 0.2), bbox=dict(facecolor="yellow"))
+    blank = ax.text(0.1, 0.1, " ")
+    assert run.savefig(fig, "f").exists()
+    patch = plain.get_bbox_patch()
+    assert patch is not None and patch.get_facecolor()[:3] == (1.0, 1.0, 1.0) and plain.get_zorder() > 3
+    assert boxed.get_bbox_patch().get_facecolor()[:3] == matplotlib.colors.to_rgb("yellow")
+    assert blank.get_bbox_patch() is None
+    plt.close(fig)

@@ -2,6 +2,7 @@
 run, never from hand; --check fails where a page says other than the kept evidence."""
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,25 @@ def test_the_readme_row_leads_with_the_cards_first_row_and_does_not_repeat_it_am
     untested = [dict(r, verdict="not tested here") if r.get("key") == "speed" else r for r in rows]
     line = pages.headlines({"s": untested}).splitlines()[-1]
     assert line.split(" | ")[1].startswith("within 3x of the floor: **5.47x")   # the card's first tested row
+
+
+def test_the_readme_row_does_not_say_none_beside_a_headline_that_fails(tmp_path):
+    # 03's row read "**1.56x [1.36, 1.79]** does not hold | none" (grading, 2026-12-03)
+    log = ResultsLog(tmp_path / "results.jsonl", study="s", stamp=ENV, run_id="r1")
+    _judged(log, speed=(8.0, 7.5, 8.5))
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    alone = [r for r in rows if r.get("key") != "floor"]
+    assert pages.headlines({"s": alone}).splitlines()[-1].split(" | ")[2] == "none besides the headline"
+    held = [dict(r, verdict="holds") if r.get("key") == "speed" else r for r in alone]
+    assert pages.headlines({"s": held}).splitlines()[-1].split(" | ")[2] == "none"
+
+
+def test_a_card_of_a_run_that_stamped_no_commit_names_its_folders(tmp_path):
+    # five H100 cards' titles ended "commit ?" (the run at 1a70d9c stamped none)
+    log = ResultsLog(tmp_path / "results.jsonl", study="s", stamp={k: v for k, v in ENV.items() if k != "commit"},
+                     run_id="r1")
+    _judged(log, speed=(8.0, 7.5, 8.5))
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    page = Path("docs/results.md")
+    assert "commit ?" in pages.cards({"s": rows}, tmp_path, None, page)
+    assert "commit 1a70d9c (its folder's)**" in pages.cards({"s": rows}, tmp_path, None, page, commit="1a70d9c")

@@ -153,10 +153,19 @@ def _badge(verdict: str) -> str:
             f'white-space:nowrap; font-weight:600">{html.escape(verdict)}</span>')
 
 
+WIDE = 760   # a card figure wider than this (px) goes under the table at its own size, not shrunk beside it
+
+
+def png_width(png: bytes) -> int:
+    """A PNG's width in pixels, from its IHDR chunk (0 if `png` is not one)."""
+    return int.from_bytes(png[16:20], "big") if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) >= 24 else 0
+
+
 def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figure_png: bytes | None = None,
               caption: str = "", title: str = "", cause: str = "", headline: str = "") -> str:
     """The card as HTML (a notebook's output): judged rows (`ordered`: `headline` first), `pending` claims (not yet
-    decided) in grey, the untested line, and the figure (PNG bytes) beside the table, or under it on a narrow page."""
+    decided) in grey, the untested line, and the figure (PNG bytes) beside the table (under it where the figure is
+    wider than WIDE px, or the page narrow), at its own size."""
     rows = [as_row(r) for r in rows]
     judged = ordered([r for r in rows if r.verdict != "not tested here"], headline)
     esc = html.escape
@@ -190,7 +199,10 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
     if figure_png:
         src = "data:image/png;base64," + base64.b64encode(figure_png).decode()
         cap = f'<div style="font-size:11px; color:#616161">{esc(caption)}</div>' if caption else ""
-        right = f'<div style="flex: 1 1 640px; max-width: 760px"><img src="{src}" style="max-width:100%">{cap}</div>'
+        width = png_width(figure_png)   # drawn at its own size: beside the table, or under it where it is wider
+        box = (f"flex: 1 1 640px; max-width: {max(width, 640)}px" if width <= WIDE else
+               f"flex: 1 1 100%; max-width: {width}px")
+        right = f'<div style="{box}"><img src="{src}" style="max-width:100%">{cap}</div>'
     return f'<div style="display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start">{left}{right}</div>'
 
 

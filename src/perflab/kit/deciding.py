@@ -64,7 +64,7 @@ import random
 import time
 from collections.abc import Callable
 
-from .formatting import num, num_interval, with_unit
+from .formatting import num, num_interval
 from .intervals import (
     FEW,
     drift_z,
@@ -319,7 +319,7 @@ def more_note(sp: Spread | None, rule: dict, verdict: str) -> str:
     if math.isnan(extra) or extra == 0:
         return ""
     t = rule["at_least"] if rule["at_least"] is not None else rule["at_most"]
-    away = (f"{with_unit(abs(sp.value / t - 1), '%')} from the threshold" if t and sp.value > 0 and t > 0
+    away = (f"{float(f'{100 * abs(sp.value / t - 1):.2g}'):g}% from the threshold" if t and sp.value > 0 and t > 0
             else f"{num(abs(sp.value - t), True)} from the threshold")
     if extra == math.inf:
         floor = sp.drift_at(math.inf)

@@ -50,7 +50,13 @@ def _in_unit(x, unit: str) -> float:
     return 100 * float(x) if unit == "%" else float(x)
 
 
-def _sep(unit: str) -> str:
+def _sep(unit: str, v: float | None = None) -> str:
+    """The unit after a number; a count of exactly 1 in the singular ('1 graph per new tail', not '1 graphs')."""
+    if v == 1 and unit:
+        first, _, rest = unit.partition(" ")
+        if len(first) > 3 and first.isalpha() and first.endswith("s"):
+            first = first[:-2] if first.endswith(("ches", "shes", "xes")) else first[:-1]
+            unit = f"{first} {rest}".rstrip()
     return unit if unit in ("", "x", "%") else f" {unit}"
 
 
@@ -63,7 +69,7 @@ def with_unit(x, unit: str = "", measured: bool = False) -> str:
         return "yes" if float(x) >= 1 else "no"
     v = _in_unit(x, unit)
     text = num(v, True) if measured else (f"{v:.4g}" if math.isfinite(v) and abs(v) < 1000 else num(v))
-    return text + _sep(unit)
+    return text + _sep(unit, None if measured else v)
 
 
 def value_text(value, low, high, unit: str = "") -> str:
@@ -73,7 +79,7 @@ def value_text(value, low, high, unit: str = "") -> str:
         return with_unit(value, unit) if low == high == value else f"{with_unit(low, unit)}-{with_unit(high, unit)}"
     if low == high == value:
         v = _in_unit(value, unit)
-        return (num(v) if float(v).is_integer() else num(v, True)) + _sep(unit)
+        return (num(v) if float(v).is_integer() else num(v, True)) + _sep(unit, v)
     return num_interval(_in_unit(value, unit), _in_unit(low, unit), _in_unit(high, unit), _sep(unit))
 
 

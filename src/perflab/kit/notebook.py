@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from .figures import clear_labels
 from .formatting import num
 from .results import ResultsLog
 
@@ -44,6 +45,7 @@ class Run:
         None for no figure (`claims_figure` when no claim has an interval to draw)."""
         if fig is None:
             return None
+        clear_labels(fig)   # a line drawn through a label hides behind it
         path = self.dir / f"{name}.png"
         fig.savefig(path, dpi=kw.pop("dpi", 120), bbox_inches=kw.pop("bbox_inches", "tight"), **kw)
         return path

@@ -113,19 +113,24 @@ def headlines(studies: dict[str, list[dict]]) -> str:
         env = _env(rs)
         where = f"{device_text(env)}, {(env.get('commit') or '')[:7]}".strip(", ")
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in (
-            study, shown, "; ".join(f"{_cell(c)} ({c.verdict})" for c in bad) or "none",
+            study, shown, "; ".join(f"{_cell(c)} ({c.verdict})" for c in bad)
+            or ("none besides the headline" if head.verdict in ("does not hold", "within noise", "partly holds")
+                else "none"),
             f"{held} of {len(claims)}" + (f" ({untested} not tested here)" if untested else ""), where)) + " |")
     return "\n".join(lines)
 
 
-def cards(studies: dict[str, list[dict]], root: Path, figures: str | None, page: Path) -> str:
-    """Each study's card (its figure linked relative to `page`, where `root/figures` holds `<study>.png`)."""
+def cards(studies: dict[str, list[dict]], root: Path, figures: str | None, page: Path, commit: str = "") -> str:
+    """Each study's card (its figure linked relative to `page`, where `root/figures` holds `<study>.png`); `commit`:
+    the commit of a run whose rows do not stamp one (the H100 run's folder name), said as its folder's."""
     parts = []
     for study, rs in studies.items():
         env = _env(rs)
         fig = Path(figures) / f"{study}.png" if figures is not None else None
         link = Path(*[".."] * len(page.parent.parts)) / fig if fig is not None and (root / fig).is_file() else None
         title = f"{study} · {device_text(env)} · torch {env.get('torch', '?')} · commit {(env.get('commit') or '?')[:7]}"
+        if not env.get("commit") and commit:
+            title = title.removesuffix("commit ?") + f"commit {commit} (its folder's)"
         cause = next((r.get("cause", "") for r in reversed(rs) if r["kind"] == "diagnosis"), "")
         head = next((r.get("key") for r in reversed(rs) if r.get("headline") and r.get("key")), "") or ""
         parts.append(f"### {study}\n\n" + card_markdown([r for r in rs if r["kind"] == "claim"], device=device_text(env),
@@ -141,7 +146,7 @@ def blocks(root: Path) -> dict[str, dict[str, str]]:
     out = {"README.md": {"headlines": headlines(studies)},
            page.as_posix(): {"cpu": cards(studies, root, KEEP, page)}}
     if results_file(root / H100).is_file():
-        out[page.as_posix()]["h100"] = cards(kept_rows(root, H100), root, None, page)
+        out[page.as_posix()]["h100"] = cards(kept_rows(root, H100), root, None, page, commit=Path(H100).name)
     return out
 
 
