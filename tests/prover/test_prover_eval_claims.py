@@ -124,7 +124,7 @@ def test_the_paired_ratios_of_a_drifting_machine_hold_the_truth_and_a_share_read
         assert rows[key].low == pytest.approx(TRUTH[key][0]) and rows[key].high >= rows[key].value, key
     from perflab.kit.card import measured_cell
 
-    assert measured_cell(rows["floor_20"]) == "4.00% [3.00, 5.00]" and measured_cell(rows["recompiles"]) == "1 graphs per new tail"
+    assert measured_cell(rows["floor_20"]) == "4.00% [3.00, 5.00]" and measured_cell(rows["recompiles"]) == "1 graph per new tail"
     assert measured_cell(rows["memory"]) == "-" and "B=256 -> 512" in rows["flat"].measured
 
 

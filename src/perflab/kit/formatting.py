@@ -57,7 +57,7 @@ def _sep(unit: str, v: float | None = None) -> str:
         if len(first) > 3 and first.isalpha() and first.endswith("s"):
             first = first[:-2] if first.endswith(("ches", "shes", "xes")) else first[:-1]
             unit = f"{first} {rest}".rstrip()
-    return unit if unit in ("", "x", "%") else f" {unit}"
+    return unit if unit in ("", "x", "%") or unit.startswith("x ") else f" {unit}"   # '1.96x less memory'
 
 
 def with_unit(x, unit: str = "", measured: bool = False) -> str:
