@@ -131,6 +131,26 @@ def test_the_card_shows_the_decided_numbers_in_their_unit_and_folds_the_untested
     assert untested_line(rows[:3]) == ""
 
 
+def test_the_untested_line_folds_each_claims_reason_under_it():
+    claims = Claims(Claim("speed", "at least 3x", ">= 3x", at_least=3, unit="x"),
+                    Claim("gpu", "at least 4x on a GPU", ">= 4x", at_least=4, unit="x", setup={"device": "cuda"},
+                          why_not="a CUDA kernel's claim; a CPU runs another kernel"),
+                    Claim("big", "at batch 64", ">= 1x", at_least=1, unit="x", setup={"batch": 64}), params=P)
+    rows = claims.judge({"speed": Evidence(_decision(3.41, 3.2, 3.64, at_least=3), "x"),
+                         "gpu": Evidence(None, "-"), "big": Evidence(None, "-")}, cfg=P(), device="cpu")
+    md = card_markdown(rows, device="AMD EPYC (cpu)").splitlines()
+    line = next(x for x in md if x.startswith("Every claim"))
+    assert "gpu (measured on cpu); big (measured at batch=16)." in line   # what ran, on the line
+    assert "- **gpu**: a CUDA kernel's claim; a CPU runs another kernel" in md   # and why that cannot test it
+    assert not any(x.startswith("- **big**") for x in md)   # no reason beyond the line's: nothing folded
+    assert md.index("<details><summary>why each is not tested here</summary>") > md.index(line)
+    html = card_html(rows, device="AMD EPYC (cpu)")
+    assert "<details" in html and "<b>gpu</b>: a CUDA kernel&#x27;s claim" in html
+    from perflab.kit.card import card_text
+    assert card_text(rows).splitlines()[-1] == "  gpu: a CUDA kernel's claim; a CPU runs another kernel"
+    assert "<details" not in card_markdown(rows[:1])   # nothing untested: no fold
+
+
 def test_the_cards_html_has_the_pending_claims_until_judged_and_the_figure_beside():
     claims = _claims()
     pending = card_html([], pending=list(claims))

@@ -209,5 +209,7 @@ def test_a_step_with_gc_like_pauses_gets_the_verdict_its_total_time_says_on_the_
     d = decide_speedup(base, opt, at_least=at_least, max_run_time="auto", seed=1)
     wall = time.perf_counter() - t0
     assert d.verdict == want, (d.value, d.low, d.high, d.note)
-    assert 1.6 < d.value < 2.6, d.value    # the total time's ratio (each block holds ~2 slow calls: no typical read)
+    # the total time's ratio (2.02x) inside the interval, not the typical call's (4x): a ">= 1.5x" decided at its first
+    # look has seen ~4 slow calls of the optimized side's 200, so its value alone strays to ~2.8x (a bound on it failed)
+    assert d.low < 2.02 < d.high and d.value < 3.5, (d.value, d.low, d.high)
     assert wall <= 1.2 * V.AUTO * V.AUTO_CEILING and d.seconds <= wall

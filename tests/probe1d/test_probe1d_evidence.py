@@ -208,6 +208,6 @@ def test_the_float64_claim_counts_only_fallbacks_not_at_a_zero_gradient(tmp_path
 def test_a_claim_names_a_function_of_the_study_that_measures_it():
     for table in (claims.PROFILE_CLAIMS, claims.SLAB_CLAIMS):
         for c in table:
-            assert c.unit in ("x", "%", "coordinates", "fallbacks", "bool"), c.key   # a count names what it counts
+            assert c.unit in ("x", "%", "coordinates", "fallbacks", "fallbacks removed", "bool"), c.key   # a count names what it counts
             assert c.measured_by and callable(table.measurer(c.key)), c.key
 

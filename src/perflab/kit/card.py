@@ -114,6 +114,31 @@ def untested_line(rows: Iterable) -> str:
     return f"Not tested here ({n}): " + "; ".join(f"{', '.join(keys)} ({why})" for why, keys in groups) + "."
 
 
+def untested_reasons(rows: Iterable) -> list[tuple[str, str]]:
+    """[(key, why it cannot be tested here)] for the claims not tested here whose reason says more than the line's
+    ("measured on cpu" names what ran; the claim's `why_not` says why that cannot test it): folded under the line."""
+    rows = [as_row(r) for r in rows]
+    return [(r.key, r.why_not) for r in rows
+            if r.verdict == "not tested here" and r.why_not and r.why_not != r.why]
+
+
+def _reasons_markdown(rows: list[ClaimRow]) -> list[str]:
+    why = untested_reasons(rows)
+    if not why:
+        return []
+    return ["", "<details><summary>why each is not tested here</summary>", "",
+            *[f"- **{k}**: {_md(w)}" for k, w in why], "", "</details>"]
+
+
+def _reasons_html(rows: list[ClaimRow]) -> str:
+    why = untested_reasons(rows)
+    if not why:
+        return ""
+    items = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(w)}</li>" for k, w in why)
+    return (f'<details style="font-size:12px; color:#616161"><summary>why each is not tested here</summary>'
+            f'<ul style="margin:2px 0 0 0">{items}</ul></details>')
+
+
 def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: str = "", cause: str = "",
                   headline: str = "") -> str:
     """The card as Markdown (REPORT.md, the README): a table of the judged claims (`ordered`: `headline` first), the
@@ -134,6 +159,7 @@ def card_markdown(rows: Iterable, *, device: str = "", figure: str = "", title: 
     line = " ".join(x for x in (_on(device) if judged else "", untested_line(rows)) if x)
     if line:
         out += ["", line]
+    out += _reasons_markdown(rows)
     if figure:
         out += ["", f"![the main figure]({figure})"]
     return "\n".join(out)
@@ -192,7 +218,8 @@ def card_html(rows: Iterable, *, device: str = "", pending: Iterable = (), figur
     table = (f'<table style="{_STYLE}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
              if body else "<p>No claim was judged on this setup.</p>")
     line = " ".join(x for x in (_on(device) if judged else "", untested_line(rows)) if x)
-    foot = f'<p style="font-size:12px; color:#616161; margin:6px 0 0 0">{esc(line)}</p>' if line else ""
+    foot = (f'<p style="font-size:12px; color:#616161; margin:6px 0 0 0">{esc(line)}</p>' if line else "") + \
+        _reasons_html(rows)
     heading = f'<div style="font-weight:600; margin-bottom:4px">{esc(title)}</div>' if title else ""
     left = f'<div style="flex: 1 1 560px; min-width: 420px">{heading}{table}{foot}</div>'
     right = ""
@@ -213,7 +240,8 @@ def card_text(rows: Iterable, *, device: str = "", pending: Iterable = (), cause
              for r in ordered([r for r in rows if r.verdict != "not tested here"], headline)]
     lines += [f"[{PENDING}] {c.text}" for c in pending]
     line = untested_line(rows)
-    return "\n".join(lines + ([line] if line else [])) or "no claims"
+    why = [f"  {k}: {w}" for k, w in untested_reasons(rows)]
+    return "\n".join(lines + ([line] if line else []) + why) or "no claims"
 
 
 def device_text(env: Mapping) -> str:

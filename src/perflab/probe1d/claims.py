@@ -112,7 +112,7 @@ SLAB_CLAIMS = Claims(
           why_not="the seed's 18 h is a GPU job's; a CPU's speedup at its own sizes does not carry over to it",
           metric="baseline / optimized seconds per LM iteration, paired rounds (the job's cut)"),
     Claim("float64", "Would a mixed precision strategy (weights float32, accumulators float64) reduce the "
-          "numerical issues that trigger fallbacks?", "open question", at_least=1, unit="fallbacks", source=SEED,
+          "numerical issues that trigger fallbacks?", "open question", at_least=1, unit="fallbacks removed", source=SEED,
           measured_by="benchmarks.whole_fits", shown=("fit_rows", "fit_classes", "fit_max_iter"),
           metric="fallbacks not at a zero gradient that float64 sums remove, counted"),
     Claim("qx", "Can we derive qx from statistics that reuse existing sums without extra passes?",
