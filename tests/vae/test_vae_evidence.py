@@ -168,6 +168,17 @@ def test_the_figures_draw_the_findings():
     labels = [t.get_text() for t in fig.get_axes()[0].texts]
     assert any(x.endswith("2.00x") for x in labels) and "indicative" in fig.get_axes()[0].get_title(loc="left")
     matplotlib.pyplot.close(fig)
+    fig, name, caption = figures.card(r, f)   # a CPU's headline is the op count: the card draws that, not time
+    ax = fig.get_axes()[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert name == "ops_per_step" and "10x target" in caption
+    assert "248" in labels and f"31  ·  {248 / 31:.2f}x fewer" in labels       # each total, and its ratio to the baseline's
+    assert [round(x, 1) for x in (line.get_xdata()[0] for line in ax.lines)] == [24.8, 124.0]   # 10x and 2x (partly)
+    assert "8.00x fewer than the baseline (target 10x)" in ax.get_title(loc="left")
+    matplotlib.pyplot.close(fig)
+    fig, name, _ = figures.card(run("cuda"), findings("cuda"))
+    assert name == "time_per_step"   # elsewhere the headline is the captured step's speed
+    matplotlib.pyplot.close(fig)
 
 
 def test_a_crossover_outside_the_sweep_is_not_drawn():
