@@ -92,10 +92,10 @@ def seed_table(run, found: Findings) -> pd.DataFrame:
         d = found.savings[key]
         saved, apart = median_saving(run, found, before, after)
         rows.append({"change": CLAIMS[key].text.split(" save")[0], "the seed said": CLAIMS[key].claimed,
-                     "measured here": (value_text(d.value, d.low, d.high, "s") if d is not None else
-                                       f"{saved:+.2f} s") + f" per {n}-batch epoch",
+                     "measured here": (value_text(d.value, d.low, d.high, "s") + f" per {n}-batch epoch"
+                                       if d is not None else _undecided_saving(saved, apart, n)),
                      "how": f"{DECIDED}, {d.rounds} rounds" if d is not None else indicative(apart),
-                     "syncs removed per step": round(per[before] - per[after], 2),
+                     SYNCS_REMOVED: round(per[before] - per[after], 2),
                      "verdict": _verdict(key, d, cfg, dt)})
     for key, impl in REMAPS.items():
         d = found.remaps.decisions.get(key)
@@ -104,8 +104,19 @@ def seed_table(run, found: Findings) -> pd.DataFrame:
                      "measured here": value_text(m.value, m.low, m.high, "ms"),
                      "how": f"decided in rounds of calls, {d.rounds} rounds" if d is not None else
                      "blocks of calls (mean, 99%), not judged",
-                     "syncs removed per step": "", "verdict": _verdict(key, d, cfg, dt)})
+                     SYNCS_REMOVED: "", "verdict": _verdict(key, d, cfg, dt)})
     return pd.DataFrame(rows).set_index("change")
+
+
+SYNCS_REMOVED = "syncs removed per step (< 0: added)"
+
+
+def _undecided_saving(saved: float, apart: bool, n: int) -> str:
+    """An undecided saving from the timing table's medians: its size where the spreads are apart; where they overlap,
+    said to be noise first, so a reader does not add up signs that chance gave (-2.8, -7.1, -0.1 s, "+5.1 together")."""
+    if apart:
+        return f"{saved:+.2f} s per {n}-batch epoch"
+    return f"not told apart (median difference {saved:+.2g} s per {n}-batch epoch)"
 
 
 def _verdict(key: str, d, cfg, device_type: str) -> str:
