@@ -200,6 +200,10 @@ def test_the_table_and_the_figure_show_the_decided_number_or_say_it_is_indicativ
                                                f"{display.indicative(found, 'single_pass'):.2f}x, indicative)")
     assert tuple(table.loc["batch_size", ["vs baseline", "how"]]) == ("2.00x", "indicative")
     assert table.loc["all_together", "report claims"] == "4-6x (all)"
+    costs = display.costs_table(run, found)   # what each variant costs: the appendix's, not the verdicts' table
+    assert list(costs.index) == list(table.index) and "median step" not in table.columns
+    assert any(c.startswith("process peak RSS MiB") for c in costs.columns)   # a CPU's peak is the process's, said
+    assert display.peak_label("cuda_allocator") == "peak MiB (CUDA allocator, first step)"
     fig = display.ablation_figure(run, found)
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "1.92x [1.88, 1.97] holds: loss_loop, kv_cache" in texts
