@@ -108,6 +108,14 @@ def test_study_3_on_kinship_at_a_tiny_size():
 
     rate = scoring_sampler(kg, lp)     # batch 64 < a side's ~100 corruptions: groups of one test triple, cycled
     assert all(n > 0 and secs > 0 for n, secs in (rate() for _ in range(3)))   # (candidates, seconds)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    found.throughput = [{"version": "last step closes", "cand/s": 1500.0, "p20": 1400.0, "p80": 1700.0}]
+    fig = link_study.figure(run, found)   # the card's figure: the decided rate's interval apart from a version's spread
+    texts = [t.get_text() for t in fig.axes[1].texts]
+    assert "1,500 (p20-p80 1,400-1,700)" in texts and any(t.endswith("(99% interval)") for t in texts), texts
+    matplotlib.pyplot.close(fig)
 
 
 def _rules_per_head(kg):

@@ -280,19 +280,20 @@ def figure(run, found: Findings):
     short = {"expand every step": "today's search: every step expands", "last step closes": "last step closes",
              "last step closes, policy where a proof closes": "... + policy where a proof closes"}
     vcol = colors([r["version"] for r in found.throughput or []], list(SEARCHES))
-    items = [(short.get(r["version"], r["version"]), Measured(r["cand/s"], r["p20"], r["p80"]), vcol[r["version"]])
-             for r in found.throughput or []]
-    if found.speed is not None:
-        items.insert(0, ("the targets' measurement (whole split)", found.speed.measured, "black"))
-    finite = [x for _, m, _ in items for x in (m.low, m.value, m.high) if 0 < x < math.inf]
+    items = [(short.get(r["version"], r["version"]), Measured(r["cand/s"], r["p20"], r["p80"]), vcol[r["version"]],
+              False) for r in found.throughput or []]
+    if found.speed is not None:   # the decided rate: its 99% interval in brackets; the versions' p20-p80 apart
+        items.insert(0, ("the targets' measurement (whole split)", found.speed.measured, "black", True))
+    finite = [x for _, m, _, _ in items for x in (m.low, m.value, m.high) if 0 < x < math.inf]
     lo, hi = min(finite + [c.at_least for c in KG_SPEED]) / 2, max(finite) * 2
     y2 = list(range(len(items)))[::-1]
-    for y, (_, m, c) in zip(y2, items):
+    for y, (_, m, c, decided) in zip(y2, items):
         a, b = max(m.low, lo), min(m.high, hi)
-        ax2.plot([a, b], [y, y], color=c, lw=2)
-        ax2.plot([m.value], [y], "o", color=c)
-        ax2.annotate(value_text(m.value, m.low, m.high) if m.high > m.low else f"{m.value:,.0f}", (m.value, y),
-                     xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7)
+        ax2.plot([a, b], [y, y], color=c, lw=5 if decided else 2, solid_capstyle="butt")
+        ax2.plot([m.value], [y], "o", color=c, mec="white" if decided else c)
+        text = (f"{value_text(m.value, m.low, m.high)} (99% interval)" if decided else
+                f"{m.value:,.0f} (p20-p80 {m.low:,.0f}-{m.high:,.0f})" if m.high > m.low else f"{m.value:,.0f}")
+        ax2.annotate(text, (m.value, y), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7)
     here = [c for c in KG_SPEED if not c.off_setup(cfg, run.device.type)]
     for i, c in enumerate(sorted(here, key=lambda c: c.at_least)):
         ax2.axvline(c.at_least, color="#9e9e9e", lw=1, ls="--")
