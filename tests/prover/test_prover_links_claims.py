@@ -31,14 +31,23 @@ def test_every_claim_names_its_unit_and_the_function_that_measures_it(key):
     assert callable(claims.CLAIMS.measurer(key)), c.measured_by
 
 
-def _lp(mrr=0.85, alone=0.78, rules=0.70, ties=0.01, whole_split=True, fit_queries=199):
-    ranked = SimpleNamespace(metrics={r: {"MRR": mrr} for r in ("realistic", "optimistic", "pessimistic")},
-                             tie_share=ties)
+def _ranks(mrr, n=402):
+    """n realistic ranks of reciprocal mean `mrr`, all alike (no spread: the interval is the value)."""
+    return torch.full((n,), 1.0 / mrr, dtype=torch.float64)
+
+
+def _lp(mrr=0.85, alone=0.78, rules=0.70, ties=0.01, whole_split=True, fit_queries=199, ranks=None):
+    """`ranks`: {"fitted", "embedding alone", "rules"} -> rank tensors, each MRR then taken from them."""
+    ranks = ranks or {"fitted": _ranks(mrr), "embedding alone": _ranks(alone), "rules": _ranks(rules)}
+    m = {k: float((1 / r).mean()) for k, r in ranks.items()}
+    ranked = SimpleNamespace(metrics={r: {"MRR": m["fitted"]} for r in ("realistic", "optimistic", "pessimistic")},
+                             tie_share=ties, ranks={"realistic": ranks["fitted"]})
     return SimpleNamespace(results={"fitted": ranked, "prover alone": SimpleNamespace(tie_share=0.4),
-                                    "embedding alone": SimpleNamespace(metrics={"realistic": {"MRR": alone}})},
+                                    "embedding alone": SimpleNamespace(metrics={"realistic": {"MRR": m["embedding alone"]}},
+                                                                       ranks={"realistic": ranks["embedding alone"]})},
                            fit_queries=fit_queries, whole_split=whole_split, queries=201 if whole_split else 24,
                            test_size=201, candidates=3198, candidates_per_s=2500.0,
-                           rules_only={"metrics": {"MRR": rules}}, config=LinkConfig())
+                           rules_only={"metrics": {"MRR": m["rules"]}, "ranks": ranks["rules"]}, config=LinkConfig())
 
 
 def _found(run, monkeypatch, **kw):
@@ -81,6 +90,29 @@ def test_every_claim_is_decided_at_the_injected_truth(key, truth, monkeypatch):
         assert row.value is None and row.why == "measured on cpu"
     else:
         assert row.value == pytest.approx(value, rel=1e-6, abs=1e-12), (key, row.value, value)
+
+
+def test_an_mrr_gain_is_judged_on_the_paired_interval_over_the_positives(monkeypatch):
+    """The proofs' gain over ComplEx alone is a mean over the split's positives: judged on the paired t interval of
+    the per-positive differences of reciprocal ranks, not as an exact number (how far another split could move it)."""
+    g = torch.Generator().manual_seed(0)
+    alone = torch.randint(1, 12, (402,), generator=g).double()
+    better = torch.where(torch.rand(402, generator=g) < 0.1, torch.ones(402, dtype=torch.float64), alone)
+    slight = alone.clone()
+    slight[:3] = 1.0                                      # three positives moved up: a gain the split cannot tell
+    for fitted, verdict in ((better, "holds"), (slight, "within noise")):
+        ranks = {"fitted": fitted, "embedding alone": alone, "rules": alone * 2}
+        _, rows = _rows(CPU, monkeypatch, ranks=ranks)
+        gain = (1 / fitted - 1 / alone)
+        half = study.t_quantile(0.995, 401) * float(gain.std()) / 402 ** 0.5
+        row = rows["kg_proofs"]
+        assert row.value == pytest.approx(float(gain.mean())) and row.verdict == verdict, (row.value, row.low)
+        assert (row.low, row.high) == pytest.approx((row.value - half, row.value + half))
+        mrr = rows["kg_mrr"]                              # against a published number: the MRR's own interval
+        assert mrr.high - mrr.low == pytest.approx(2 * study.t_quantile(0.995, 401) * float((1 / fitted).std())
+                                                   / 402 ** 0.5)
+    with pytest.raises(ValueError, match="402 ranks against 4 to subtract"):
+        study.mrr_interval(alone, minus=alone[:4])
 
 
 def test_the_rate_is_decided_once_and_judged_against_each_target_of_the_device(monkeypatch):

@@ -106,7 +106,8 @@ def evaluate_filtered(kg, engine, policy, queries: torch.Tensor, *, batch: int =
 def rules_only(kg, rules, queries: torch.Tensor, tie_break: str = "mean", seed: int = 0) -> dict:
     """Metrics of the same filtered ranking when a candidate's score is the highest confidence of a mined rule
     that proves it in one application (mining.rule_confidence; 0 when none does): what the rules alone rank,
-    with no prover and no policy. {"metrics", "optimistic", "pessimistic"}."""
+    with no prover and no policy. {"metrics", "optimistic", "pessimistic", "ranks"}: "ranks" the realistic ranks
+    [2Q], in the order of the prover's (head side, then tail), for a paired interval of the difference."""
     from ..core.mining import rule_confidence
 
     out = {b: [] for b in ("mean", "optimistic", "pessimistic")}
@@ -115,7 +116,8 @@ def rules_only(kg, rules, queries: torch.Tensor, tie_break: str = "mean", seed: 
         scores = cs.unflatten(rule_confidence(kg, rules, cs.flat()).float(), fill=float("-inf"))
         for b in out:
             out[b].append(ranks(scores, cs, tie_break if b == "mean" else b))
-    return {("metrics" if b == "mean" else b): metrics(torch.cat(v)) for b, v in out.items()}
+    return {**{("metrics" if b == "mean" else b): metrics(torch.cat(v)) for b, v in out.items()},
+            "ranks": torch.cat(out["mean"])}
 
 
 # ---- published results ------------------------------------------------------------------------

@@ -3,8 +3,11 @@
 
 `CLAIMS` is checked against the notebook's parameters (`params.LinkParams`) when this module is imported. A
 whole-split target's setup is {"n_queries": 0} (the CPU default); a run on fewer triples is "not tested here". Each
-names the function that measures it (`measured_by`, in this package): the MRRs, the proofs' gain and the tie share are
-statistics of one ranked split (`study.rank_split`: `Measured.exact`, as the published tables are); the throughput is
+names the function that measures it (`measured_by`, in this package): the MRRs and the proofs' gain are means over the
+ranked split's positives (`study.rank_split`), judged with the t interval of the mean reciprocal rank over them (a gain
+over another scorer: paired, the same positives' differences; `study.mrr_interval`): how far another test split of the
+graph could move it, where the published tables give the split's number alone; the tie share is a count of the split
+(exact); the throughput is
 decided once (`study.decide_speed`: `decide_rate` over batch-sized groups of the test scoring, warm, their total
 candidates over their total seconds, 99% interval) and that one measurement is judged against each speed target
 of the run's device.

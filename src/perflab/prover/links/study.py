@@ -230,14 +230,23 @@ SCORERS = {"fitted": "search + ComplEx, fitted", "embedding alone": "ComplEx alo
            "NTPλ max": "NTPλ's rule (max)"}
 
 
-def mrr_interval(ranks: torch.Tensor, confidence: float = CONFIDENCE) -> Measured:
+def mrr_interval(ranks: torch.Tensor, confidence: float = CONFIDENCE, minus: torch.Tensor | None = None,
+                 value: float | None = None) -> Measured:
     """The MRR of `ranks` with the t interval of the mean reciprocal rank over them (how far another test split of
-    the graph could move it): a spread to draw, not what a claim judges (the split's MRR, exact)."""
-    rr = (1.0 / ranks.double()).tolist()
-    m = sum(rr) / len(rr)
+    the graph could move it); `minus`: the ranks of another scorer on the same positives, in the same order: the
+    paired interval of the difference of the two MRRs (the mean of the per-positive differences of reciprocal ranks).
+    `value`: the centre as the split's metrics give it (the same mean; the interval's half-width from the ranks)."""
+    rr = (1.0 / ranks.double())
+    if minus is not None:
+        if minus.shape != ranks.shape:
+            raise ValueError(f"mrr_interval: {len(ranks)} ranks against {len(minus)} to subtract (the same positives)")
+        rr = rr - 1.0 / minus.double()
+    rr = rr.tolist()
+    m = sum(rr) / len(rr) if value is None else value
     if len(rr) < 2:
         return Measured(m, -math.inf, math.inf)
-    sd = (sum((x - m) ** 2 for x in rr) / (len(rr) - 1)) ** 0.5
+    mean = sum(rr) / len(rr)
+    sd = (sum((x - mean) ** 2 for x in rr) / (len(rr) - 1)) ** 0.5
     half = t_quantile(1 - (1 - confidence) / 2, len(rr) - 1) * sd / len(rr) ** 0.5
     return Measured(m, m - half, m + half)
 
@@ -254,7 +263,7 @@ def figure(run, found: Findings):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
     bars = [(SCORERS[k], mrr_interval(lp.results[k].ranks["realistic"])) for k in SCORERS]
     if lp.rules_only is not None:
-        bars.append(("mined rules alone", Measured.exact(lp.rules_only["metrics"]["MRR"])))
+        bars.append(("mined rules alone", mrr_interval(lp.rules_only["ranks"])))
     col = colors([n for n, _ in bars], [SCORERS["embedding alone"], SCORERS["fitted"]])
     pub = published(work.dataset or "")
     ys = list(range(len(bars) + len(pub)))[::-1]
@@ -329,17 +338,22 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
     here = (f"realistic MRR {mrr:.3f} (optimistic {fit.metrics['optimistic']['MRR']:.3f}, pessimistic "
             f"{fit.metrics['pessimistic']['MRR']:.3f}) on {size} of kg={name}")
     ntp = published_mrr(dataset, "NTPλ") if dataset else None
+    ranks = fit.ranks["realistic"]
+    n = f"99% interval over its {len(ranks)} ranks"
     out = {"kg_mrr": Evidence(None, f"{here}; no published NTPλ figure for this graph") if ntp is None else
-           Evidence(Measured.exact(mrr - ntp), f"{here} against NTPλ {ntp:.2f} ({mrr - ntp:+.3f})")}
+           Evidence(mrr_interval(ranks, value=mrr - ntp), f"{here} against NTPλ {ntp:.2f} ({mrr - ntp:+.3f}; {n})")}
     if lp.rules_only is None:
         out["kg_rules"] = Evidence(None, f"kg={name}: no mined rules")
     else:
         r = lp.rules_only["metrics"]["MRR"]
-        out["kg_rules"] = Evidence(Measured.exact(mrr - r), f"{here}; the mined rules alone {r:.3f} ({mrr - r:+.3f})")
-    alone = lp.results["embedding alone"].metrics["realistic"]["MRR"]
+        out["kg_rules"] = Evidence(mrr_interval(ranks, minus=lp.rules_only["ranks"], value=mrr - r),
+                                   f"{here}; the mined rules alone {r:.3f} ({mrr - r:+.3f}; paired {n})")
+    alone_ranked = lp.results["embedding alone"]
+    alone = alone_ranked.metrics["realistic"]["MRR"]
     out["kg_proofs"] = (Evidence(None, f"kg={name}: no valid split: ComplEx alone is the score") if not lp.fit_queries
-                        else Evidence(Measured.exact(mrr - alone), f"{here}; ComplEx alone {alone:.3f} "
-                                      f"({mrr - alone:+.3f}, fitted on {lp.fit_queries} valid triples)"))
+                        else Evidence(mrr_interval(ranks, minus=alone_ranked.ranks["realistic"], value=mrr - alone),
+                                      f"{here}; ComplEx alone {alone:.3f} ({mrr - alone:+.3f}, fitted on "
+                                      f"{lp.fit_queries} valid triples; paired {n})"))
     out["kg_ties"] = Evidence(Measured.exact(fit.tie_share), f"{fit.tie_share:.1%} of the positives' ranks tie with a "
                               f"failed corruption on {size} (the prover alone: {lp.results['prover alone'].tie_share:.1%})")
     one = f"one pass: {lp.candidates_per_s:,.0f} candidates/s over {lp.candidates:,} candidates ({size}, {dt})"
