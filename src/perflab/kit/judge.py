@@ -178,7 +178,8 @@ class Decision:
         """What was measured, in words: 'mean of 40 paired rounds of 3 and 8 calls (blocks of 5 ms), typical 2.45'."""
         what = "paired rounds" if len(self.calls) == 2 else "rounds"
         per = f" of {' and '.join(map(str, self.calls))} calls" if self.calls else ""
-        blk = f" (blocks of {self.block * 1e3:.3g} ms)" if self.block else ""
+        blk = (f" (blocks of {self.block:.3g} s)" if self.block >= 1 else f" (blocks of {self.block * 1e3:.3g} ms)"
+               if self.block else "")   # '2.38 s', not '2.38e+03 ms'
         typ = f", typical {num(self.typical, True)}" if math.isfinite(self.typical) else ""
         return f"mean of {self.rounds} {what}{per}{blk}{typ}"
 

@@ -309,9 +309,10 @@ def decide_recycle(run, found: Findings) -> Decision:
 
 
 def decide_bucketed(run, found: Findings) -> dict[str, Decision | None]:
-    """Each bucketed target in paired rounds of its own where it is this run's setup (masked over bucketed on the CPU
-    default, full over bucketed on a GPU), else None; bucketed against masked only where bucketed compiled one graph
-    per bucket (`count_graphs`: else the claim fails without timing). printed."""
+    """Each bucketed target in paired rounds of its own where it is this run's setup (bucketed over masked on the CPU
+    default, bucketed over full on a GPU: the speedup, masked's time over bucketed's), else None; bucketed against
+    masked only where bucketed compiled one graph per bucket (`count_graphs`: else the claim fails without timing).
+    printed."""
     cfg, device = run.cfg, run.device
     w, graphs = found.ladder, found.need("graphs", "study.count_graphs")
     out = {}
@@ -321,7 +322,8 @@ def decide_bucketed(run, found: Findings) -> dict[str, Decision | None]:
             continue
         d = out[c.key] = c.decide(decide_speedup, strategy_fn(w, cfg.batch, a, cfg.min_bucket),
                                   strategy_fn(w, cfg.batch, b, cfg.min_bucket), cfg=cfg, device=device)
-        print(f"{a} over {b}: {value_text(d.value, d.low, d.high, 'x')} (99% interval, {d.how}; {d.seconds:.1f} s)")
+        print(f"{b} over {a} (the speedup, as recycle over full): {value_text(d.value, d.low, d.high, 'x')} (99% "
+              f"interval, {d.how}; {d.seconds:.1f} s)")
     return out
 
 
@@ -387,12 +389,12 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
         e = found.bucketed[c.key]
         if c.off_setup(cfg, dt):
             ratio = vs[b].value / vs[a].value
-            out[c.key] = Evidence(None, f"{a} over {b} on {where}: {num(ratio, True)}x in the benchmark's rounds "
+            out[c.key] = Evidence(None, f"{b} over {a} on {where}: {num(ratio, True)}x in the benchmark's rounds "
                                         "(indicative), not judged here")
         elif c is BUCKETED[0][0] and not found.graphs.one_per_bucket:
             out[c.key] = Evidence(Measured.exact(0.0), "a bucket compiled more than one graph")
         else:
-            out[c.key] = Evidence(e, f"{a} over {b} on {where}, whole runs in paired rounds; one graph per bucket: "
+            out[c.key] = Evidence(e, f"{b} over {a} on {where}, whole runs in paired rounds; one graph per bucket: "
                                      f"{found.graphs.one_per_bucket}")
     ms = found.timing["ladder"].ms["recycle"]
     out["v10"] = Evidence(None, f"recycle {1e3 * ms.mean / len(w.candidates):.3f} ms per candidate here ({dt}, B={batch}, "
