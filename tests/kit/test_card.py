@@ -125,8 +125,9 @@ def test_the_card_shows_the_decided_numbers_in_their_unit_and_folds_the_untested
     assert "**81.0% [76.1, 86.4]** against >= 70%" in md
     assert "**0** against <= 0 · exact" in md and "**fixed**" in md
     assert not any(line.startswith("| at least 4x") for line in lines)   # the untested: one line, not rows
-    assert lines[-3] == ("Every claim measured on AMD EPYC (cpu). Not tested here (2): gpu (measured on cpu); big "
-                         "(measured at batch=16).")   # the device once, not on every row
+    assert ("Every claim measured on AMD EPYC (cpu). Not tested here (2): gpu (measured on cpu); big "
+            "(measured at batch=16).") in lines   # the device once, not on every row
+    assert "- **big**: here: not timed" in lines   # what was measured instead, folded under the line
     assert lines[-1] == "![the main figure](04/run/strategies.png)"
     assert untested_line(rows[:3]) == ""
 
@@ -137,17 +138,19 @@ def test_the_untested_line_folds_each_claims_reason_under_it():
                           why_not="a CUDA kernel's claim; a CPU runs another kernel"),
                     Claim("big", "at batch 64", ">= 1x", at_least=1, unit="x", setup={"batch": 64}), params=P)
     rows = claims.judge({"speed": Evidence(_decision(3.41, 3.2, 3.64, at_least=3), "x"),
-                         "gpu": Evidence(None, "-"), "big": Evidence(None, "-")}, cfg=P(), device="cpu")
+                         "gpu": Evidence(None, "2.1x indicative"), "big": Evidence(None, "")}, cfg=P(),
+                        device="cpu")
     md = card_markdown(rows, device="AMD EPYC (cpu)").splitlines()
     line = next(x for x in md if x.startswith("Every claim"))
     assert "gpu (measured on cpu); big (measured at batch=16)." in line   # what ran, on the line
-    assert "- **gpu**: a CUDA kernel's claim; a CPU runs another kernel" in md   # and why that cannot test it
+    assert "- **gpu**: a CUDA kernel's claim; a CPU runs another kernel; here: 2.1x indicative" in md   # why, and
     assert not any(x.startswith("- **big**") for x in md)   # no reason beyond the line's: nothing folded
-    assert md.index("<details><summary>why each is not tested here</summary>") > md.index(line)
+    assert md.index("<details><summary>why each is not tested here, and what this run measured instead</summary>") \
+        > md.index(line)
     html = card_html(rows, device="AMD EPYC (cpu)")
     assert "<details" in html and "<b>gpu</b>: a CUDA kernel&#x27;s claim" in html
     from perflab.kit.card import card_text
-    assert card_text(rows).splitlines()[-1] == "  gpu: a CUDA kernel's claim; a CPU runs another kernel"
+    assert card_text(rows).splitlines()[-1] == "  gpu: a CUDA kernel's claim; a CPU runs another kernel; here: 2.1x indicative"
     assert "<details" not in card_markdown(rows[:1])   # nothing untested: no fold
 
 
