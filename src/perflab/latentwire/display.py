@@ -64,9 +64,8 @@ def vs_baseline(run, found: Findings, variant: str) -> tuple[str, str]:
         return (value_text(d.value, d.low, d.high, "x"),
                 f"decided: {', '.join(keys)} (the samples/s column's own ratio: {indicative(found, variant):.2f}x, "
                 f"indicative)")
-    other = [k for k in claims_of(variant) if k not in GAINS]
-    return (f"{indicative(found, variant):.2f}x",
-            "indicative" + (f"; {', '.join(other)}: judged on {_judged_on(other)} (the card)" if other else ""))
+    other = other_claims(run, variant)
+    return f"{indicative(found, variant):.2f}x", "indicative" + (f"; {other}" if other else "")
 
 
 def ablation_note(run, found: Findings) -> str:
@@ -142,9 +141,23 @@ def ratio_axis(axis, low: float, high: float, keep=(), px: float = 340.0) -> Non
 
 
 def _judged_on(keys: list[str]) -> str:
-    """What a variant's claims that are not its speed are judged on: 'its share of the step', 'activation memory'."""
+    """What a variant's claims that are not its speed are judged on: 'its share of the step', 'activation memory',
+    'its share of the fp32 floor'."""
+    share = all(CLAIMS[k].unit == "%" for k in keys)
     return ("activation memory" if all(k in MEMORY for k in keys)
-            else "its share of the step" if all(CLAIMS[k].unit == "%" for k in keys) else "another quantity")
+            else "its share of the matmul floor" if share and all("floor" in CLAIMS[k].metric for k in keys)
+            else "its share of the step" if share else "another quantity")
+
+
+def other_claims(run, variant: str) -> str:
+    """What a variant's claims that are not its speed say beside its indicative ratio: each judged one on what it is
+    judged on (the card's number), each not tested here said so ('amp: not tested here (a GPU claim)'); '' for none."""
+    other = [k for k in claims_of(variant) if k not in GAINS]
+    judged = [k for k in other if not CLAIMS[k].off_setup(run.cfg, run.device.type)]
+    off = [k for k in other if k not in judged]
+    return "; ".join([*([f"{', '.join(judged)}: judged on {_judged_on(judged)}, see the card"] if judged else []),
+                      *([f"{', '.join(off)}: not tested here (set up for "
+                         f"{', '.join(sorted({v for k in off for _, v in CLAIMS[k].setup}, key=str))})"] if off else [])])
 
 
 def ablation_figure(run, found: Findings):
@@ -179,9 +192,8 @@ def ablation_figure(run, found: Findings):
         ax.plot(rng, [y, y], color="0.55", lw=1.6)
         ax.plot([x], [y], "o", mfc="white", mec="0.35", mew=1.2, ms=6)
         xs += [*rng, x]
-        other = [k for k in claims_of(name) if k not in GAINS]   # a share or a memory claim: its number is the card's
-        labels.append((y, f"{x:.2f}x indicative" + (f"; {', '.join(other)}: judged on {_judged_on(other)}, see the card"
-                                                    if other else ""), "0.35"))
+        other = other_claims(run, name)   # a share or a memory claim: its number is the card's; or not tested here
+        labels.append((y, f"{x:.2f}x indicative" + (f"; {other}" if other else ""), "0.35"))
     for y, text, c in labels:
         ax.annotate(text, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(5, 0), textcoords="offset points",
                     va="center", fontsize=8, color=c, annotation_clip=False)
