@@ -112,9 +112,12 @@ def test_study_3_on_kinship_at_a_tiny_size():
 
     matplotlib.use("Agg")
     found.throughput = [{"version": "last step closes", "cand/s": 1500.0, "p20": 1400.0, "p80": 1700.0}]
-    fig = link_study.figure(run, found)   # the card's figure: the decided rate's interval apart from a version's spread
-    texts = [t.get_text() for t in fig.axes[1].texts]
+    fig = link_study.throughput_figure(run, found)   # the decided rate's interval apart from a version's spread
+    texts = [t.get_text() for t in fig.axes[0].texts]
     assert "1,500 (p20-p80 1,400-1,700)" in texts and any(t.endswith("(99% interval)") for t in texts), texts
+    matplotlib.pyplot.close(fig)
+    fig = link_study.mrr_figure(run, found)           # the card's: narrow enough to sit beside the card's table
+    assert fig.get_size_inches()[0] * 110 <= 760 and len(fig.axes) == 1
     matplotlib.pyplot.close(fig)
 
 

@@ -169,8 +169,8 @@ def sweep_figure(run, found: Findings):
              for c in (FLAT, FLAT_STEP)}
     return sweeps.figure(sw.points, notes, color=color("optimized", IMPLS),
                          label=f"a padded chunk, {cfg.compile}/{cfg.backend}, warm",
-                         title=f"03_eval on {run.device.type} (kg={graph_label(cfg.kg)}, S={found.work.engine.S}): "
-                               "the seed's GPU figures (S=120, another engine) are not comparable, not drawn")
+                         title=f"03_eval on {run.device.type} (kg={graph_label(cfg.kg)}, S={found.work.engine.S}); "
+                               "the seed's GPU figures\n(S=120, another engine) are not comparable, not drawn")
 
 
 # ---- the memory model -------------------------------------------------------------------------------------------

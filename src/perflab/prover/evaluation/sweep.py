@@ -187,7 +187,7 @@ def table(points, step_bytes_fn):
 
 def figure(points, notes: dict, *, color: str, label: str, title: str = ""):
     """The sweep's two costs against the batch size, each size's mean over the rounds with its 99% interval: ms per
-    candidate (left) and us per candidate-step (right), the steps each chunk ran written at its point; the pair with
+    candidate (top) and us per candidate-step (below, the same batch axis), the steps each chunk ran written at its point; the pair with
     the largest rise marked and labelled with the judged ratio (`steepest`, the number the claim is judged on) and
     `notes[key]` (flat, flat_step: the claim's rule and verdict). -> matplotlib Figure"""
     import matplotlib.pyplot as plt
@@ -195,7 +195,8 @@ def figure(points, notes: dict, *, color: str, label: str, title: str = ""):
     from ...kit.claims import log_ticks
 
     pts = sorted(points, key=lambda p: p.batch)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    # stacked, one batch axis: narrow enough (~700 px) to sit beside the verdict card's table
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 5.6), sharex=True, layout="constrained")
     for ax, per_step, key, unit in ((axes[0], False, "flat", "ms per candidate"),
                                     (axes[1], True, "flat_step", "us per candidate-step")):
         ms = [p.per_candidate(per_step) for p in pts]
@@ -211,17 +212,19 @@ def figure(points, notes: dict, *, color: str, label: str, title: str = ""):
             ya, yb = a.per_candidate(per_step).value, b.per_candidate(per_step).value
             ax.plot([a.batch, b.batch], [ya, yb], color="black", lw=2.2, zorder=3,
                     label="the largest rise, paired round by round" if not per_step else None)
-            ax.annotate(f"largest rise {value_text(r.value, r.low, r.high, 'x')}\n(B={a.batch} -> {b.batch}; "
-                        f"{notes.get(key, '')})", ((a.batch * b.batch) ** 0.5, max(ya, yb)),
-                        xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8)
+            what = "largest rise" if r.value >= 0.995 else "no rise; the largest ratio"   # 0.90x is a fall
+            ax.annotate(f"{what} {value_text(r.value, r.low, r.high, 'x')}\n(B={a.batch} -> {b.batch}; "
+                        f"{notes.get(key, '')})", (b.batch, max(ya, yb)), xytext=(-4, 26), textcoords="offset points",
+                        ha="right", fontsize=8, arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6))
         ax.set_xscale("log")
         ax.set_yscale("log")
         log_ticks(ax.xaxis)
         log_ticks(ax.yaxis)
         ax.set_xticks(xs, [str(x) for x in xs])
-        ax.set(xlabel="batch size (candidates per chunk)", ylabel=unit)
-        ax.margins(y=0.3)
+        ax.set(ylabel=unit)
+        ax.margins(y=0.35)
+    axes[1].set_xlabel("batch size (candidates per chunk)")
     axes[0].legend(fontsize=7, loc="upper right")
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=9)
     return fig

@@ -9,7 +9,8 @@
     found.fits = study.fits(run, found)                     what fitting on valid was tried (issue 33)
     found.throughput = study.search_throughput(run, found)  today's search, the new one, the floor, side by side
     found.speed = study.decide_speed(run, found)            the throughput targets, decided once (`decide_rate`)
-    fig = study.figure(run, found)                          the card's figure: MRR beside the published, candidates/s
+    study.throughput_figure(run, found)                     candidates/s: the decided rate beside the versions
+    study.mrr_figure(run, found)                            the card's figure: MRR beside the published rows
     study.evidence(run, found)                              each claim's Evidence (`claims.CLAIMS`), for card.judge
 
 IMPLS names the versions, baseline first: how a candidate gets its proof score, by the greedy policy's one proof
@@ -251,16 +252,14 @@ def mrr_interval(ranks: torch.Tensor, confidence: float = CONFIDENCE, minus: tor
     return Measured(m, m - half, m + half)
 
 
-def figure(run, found: Findings):
-    """The card's figure: realistic MRR of each scorer on this split, with the spread of its mean over the test ranks,
-    beside the published rows (their tie rule: optimistic; NTPλ's the kg_mrr target); and candidates/s: the decided
-    rate (`found.speed`) with its 99% interval against the targets, beside the search's versions and the floor
-    (`found.throughput`: indicative medians of a few rounds on a slice, p20-p80). -> matplotlib Figure"""
+def mrr_figure(run, found: Findings):
+    """The card's figure: realistic MRR of each scorer on this split with the 99% interval of its mean over the test
+    ranks (the interval the MRR claims are judged on), beside the published rows (their tie rule: optimistic; NTPλ's
+    the kg_mrr target). -> matplotlib Figure"""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     lp, work, cfg = found.lp, found.work, run.cfg
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+    fig, ax1 = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     bars = [(SCORERS[k], mrr_interval(lp.results[k].ranks["realistic"])) for k in SCORERS]
     if lp.rules_only is not None:
         bars.append(("mined rules alone", mrr_interval(lp.rules_only["ranks"])))
@@ -286,6 +285,18 @@ def figure(run, found: Findings):
     ax1.set_xlabel(f"realistic filtered MRR, {split}\n(bars: 99% interval over its {2 * lp.queries} ranks; dashed: "
                    "NTPλ's, kg_mrr's threshold)", fontsize=8)
     ax1.set_title(f"ranks on {graph_label(cfg.kg)}: this run's scorers beside the published rows", fontsize=9)
+    return fig
+
+
+def throughput_figure(run, found: Findings):
+    """Candidates/s: the decided rate (`found.speed`) with its 99% interval against the targets, beside the search's
+    versions and the floor (`found.throughput`: indicative medians of a few rounds on a slice, p20-p80).
+    -> matplotlib Figure"""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    cfg = run.cfg
+    fig, ax2 = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
     short = {"expand every step": "today's search: every step expands", "last step closes": "last step closes",
              "last step closes, policy where a proof closes": "... + policy where a proof closes"}
     vcol = colors([r["version"] for r in found.throughput or []], list(SEARCHES))
