@@ -205,13 +205,14 @@ def test_the_table_and_the_figure_show_the_decided_number_or_say_it_is_indicativ
     assert any(c.startswith("process peak RSS MiB") for c in costs.columns)   # a CPU's peak is the process's, said
     assert display.peak_label("cuda_allocator") == "peak MiB (CUDA allocator, first step)"
     fig = display.ablation_figure(run, found)
-    texts = [t.get_text() for t in fig.axes[0].texts]
+    texts = [t.get_text() for t in fig.axes[1].texts]
+    assert fig.get_size_inches()[0] * 110 <= 760   # the card's figure: narrow enough to sit beside its table
     assert "1.92x [1.88, 1.97] holds: loss_loop, kv_cache" in texts
     assert "3.37x [2.95, 3.82] partly holds: all" in texts and "2.00x indicative" in texts
     # a variant whose claims judge a share or a memory: its speed is not the card's number, and it says so
-    assert any("pretokenize: judged on its share of the step, see the card" in t for t in texts)
-    assert any("grad_accum: judged on activation memory, see the card" in t for t in texts)
-    assert "judged on its share of the step, see the card" in table.loc["pretokenize", "how"]
+    assert any("pretokenize: judged on its share of the step (card)" in t for t in texts)
+    assert any("grad_accum: judged on activation memory (card)" in t for t in texts)
+    assert "judged on its share of the step (card)" in table.loc["pretokenize", "how"]
     # a claim not tested on this run is not sent to the card for a number it does not have (amp: a GPU claim)
     assert table.loc["amp_bf16", "how"] == "indicative; amp: not tested here (set up for cuda)"
     assert any("amp: not tested here (set up for cuda)" in t for t in texts)
@@ -223,7 +224,7 @@ def test_the_table_and_the_figure_show_the_decided_number_or_say_it_is_indicativ
     # a decision whose interval is still open (too few rounds for a bound) is drawn to the axis's edge
     found.gains["fused_adamw"] = dataclasses.replace(found.gains["fused_adamw"], low=0.0, high=float("inf"))
     fig = display.ablation_figure(run, found)
-    assert "1.02x [0, inf] within noise: fused_adamw" in [t.get_text() for t in fig.axes[0].texts]
+    assert "1.02x [0, inf] within noise: fused_adamw" in [t.get_text() for t in fig.axes[1].texts]
     plt.close(fig)
 
 

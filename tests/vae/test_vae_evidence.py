@@ -174,7 +174,7 @@ def test_the_figures_draw_the_findings():
     assert name == "ops_per_step" and "10x target" in caption
     assert "248" in labels and f"31  ·  {248 / 31:.2f}x fewer" in labels       # each total, and its ratio to the baseline's
     assert [round(x, 1) for x in (line.get_xdata()[0] for line in ax.lines)] == [24.8, 124.0]   # 10x and 2x (partly)
-    assert "8.00x fewer than the baseline (target 10x)" in ax.get_title(loc="left")
+    assert "8.00x fewer\nthan the baseline (target 10x)" in ax.get_title(loc="left")
     matplotlib.pyplot.close(fig)
     fig, name, _ = figures.card(run("cuda"), findings("cuda"))
     assert name == "time_per_step"   # elsewhere the headline is the captured step's speed

@@ -155,7 +155,7 @@ def other_claims(run, variant: str) -> str:
     other = [k for k in claims_of(variant) if k not in GAINS]
     judged = [k for k in other if not CLAIMS[k].off_setup(run.cfg, run.device.type)]
     off = [k for k in other if k not in judged]
-    return "; ".join([*([f"{', '.join(judged)}: judged on {_judged_on(judged)}, see the card"] if judged else []),
+    return "; ".join([*([f"{', '.join(judged)}: judged on {_judged_on(judged)} (card)"] if judged else []),
                       *([f"{', '.join(off)}: not tested here (set up for "
                          f"{', '.join(sorted({v for k in off for _, v in CLAIMS[k].setup}, key=str))})"] if off else [])])
 
@@ -167,7 +167,9 @@ def ablation_figure(run, found: Findings):
     the p20-p80 of each over the other's, labelled indicative. -> Figure"""
     names = list(found.ablation)
     b_lo, b_hi = found.base.samples_per_s_range()
-    fig, ax = plt.subplots(figsize=(8, 0.28 * len(names) + 1.3), layout="constrained")
+    # the numbers in a column of their own beside the axes (in the layout): ~700 px, beside the card's table
+    fig, (ax, col) = plt.subplots(1, 2, figsize=(6.6, 0.3 * len(names) + 1.5), layout="constrained", sharey=True,
+                                  gridspec_kw=dict(width_ratios=[1, 0.95], wspace=0.0))
     xs, labels, bars = [], [], []
     for y, name in enumerate(names):
         if name == "baseline":
@@ -193,10 +195,11 @@ def ablation_figure(run, found: Findings):
         ax.plot([x], [y], "o", mfc="white", mec="0.35", mew=1.2, ms=6)
         xs += [*rng, x]
         other = other_claims(run, name)   # a share or a memory claim: its number is the card's; or not tested here
-        labels.append((y, f"{x:.2f}x indicative" + (f"; {other}" if other else ""), "0.35"))
+        labels.append((y, f"{x:.2f}x indicative" + (f"\n{other}" if other else ""), "0.35"))
     for y, text, c in labels:
-        ax.annotate(text, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(5, 0), textcoords="offset points",
-                    va="center", fontsize=8, color=c, annotation_clip=False)
+        col.text(0.0, y, text, va="center", fontsize=7.5 if "\n" not in text else 6.5, color=c, linespacing=1.0)
+    col.set_axis_off()
+    col.set_xlim(0, 1)
     ax.axvline(1, color=BASE, lw=0.9, ls="--")
     finite = [x for x in xs + [1] if x > 0 and math.isfinite(x)]
     lo, hi = min(finite) / 1.15, max(finite) * 1.15
@@ -217,13 +220,13 @@ def ablation_figure(run, found: Findings):
     ax.set_xlabel(f"training samples/s over the baseline's on {run.device.type} (log scale)", fontsize=9)
     ax.set_title("each recommendation alone, the quick wins, all together, compiled", fontsize=9.5, loc="left")
     handles = [Line2D([], [], color=COLORS["holds"], lw=6, marker="o", mec="black",
-                      label="decided (paired rounds): value, 99% interval; colour: its verdict"),
-               Line2D([], [], color="black", lw=0, marker="|", ms=11, mew=1.3, label="the claim's threshold"),
+                      label="decided in paired rounds:\nvalue, 99% interval"),
                Line2D([], [], color="0.55", lw=1.6, marker="o", mfc="white", mec="0.35",
-                      label=f"{indicative_text(run)}, p20-p80")]
+                      label=f"{indicative_text(run)},\np20-p80"),
+               Line2D([], [], color="black", lw=0, marker="|", ms=11, mew=1.3, label="a claim's threshold")]
     key = dict.fromkeys((v, c) for _, _, c, v in bars)   # the verdicts' colours drawn, each named
-    handles += [Patch(color=c, label=v) for v, c in key]
-    fig.legend(handles=handles, loc="outside lower left", ncols=3, fontsize=7.5, frameon=False)
+    handles += [Patch(color=c, label=f"colour: {v}") for v, c in key]
+    fig.legend(handles=handles, loc="outside lower left", ncols=2, fontsize=7, frameon=False)
     return fig
 
 
