@@ -28,7 +28,7 @@ from .claims import (
 )
 from .study import IMPLS, compile_label, iteration_floor, judged_speedup
 
-WIDTH = 6.7   # inches: the card shows its figure at most 480 px wide (72 dpi), so text reads at its own size
+WIDTH = 6.3   # inches: at 110 dpi a card figure under card.WIDE (760 px) sits beside the table, text at its own size
 
 
 def share_figure(run, found):
@@ -106,7 +106,7 @@ def iteration_figure(run, found):
 
     cfg, rows = run.cfg, sorted(found.sweep, key=lambda r: r["pair_events"])
     n_lat = found.data(cfg)[0].shape[1]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH, 6.6), sharex=True, layout="constrained",
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH, 6.0), sharex=True, layout="constrained",
                                       gridspec_kw=dict(height_ratios=(1.15, 1)))
     styles = {"rows": ("-", "o"), "classes": ("--", "s"), "default": ("", "o")}
     for impl in ("baseline", "optimized"):
