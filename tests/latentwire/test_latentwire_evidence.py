@@ -264,3 +264,13 @@ def test_the_parts_are_decided_in_the_claims_unit_on_the_right_sides(dt, monkeyp
     assert attention == ("manual", "sdpa") and kw_a["at_least"] == CLAIMS["flash_attention"].at_least
     assert seen["amp_batch"] == 16 and amp == got["flash_attention"] == "decision"  # the largest batch in both dtypes
     assert fns == (pair[False].step, pair[True].step) and kw["at_least"] == CLAIMS["amp"].at_least
+
+
+def test_the_sweeps_memory_panel_draws_a_steps_own_memory_not_the_processs():
+    from types import SimpleNamespace
+
+    cpu = SimpleNamespace(memory_method="rss_hwm", peak_bytes=700 * 2**20, activation_bytes=16 * 2**20)
+    assert display.memory_of(cpu) == 16.0 and "activations" in display.memory_label("rss_hwm")
+    assert display.memory_of(SimpleNamespace(memory_method="rss_hwm", peak_bytes=1, activation_bytes=None)) is None
+    gpu = SimpleNamespace(memory_method="cuda_allocator", peak_bytes=3 * 2**30, activation_bytes=16 * 2**20)
+    assert display.memory_of(gpu) == 3072.0 and "CUDA allocator" in display.memory_label("cuda_allocator")

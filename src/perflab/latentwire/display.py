@@ -261,9 +261,24 @@ def _memory_axis(axis, values) -> None:
         axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: num(v)))
 
 
+def memory_of(r) -> float | None:
+    """A step's memory as the sweep's panel draws it, MiB: the CUDA allocator's peak, or on a CPU the activations
+    held for backward (counted; None under compile), not the process's resident set (torch and every earlier point's
+    heap: 605-756 MiB that moved with the run, not the batch)."""
+    if r.memory_method == "cuda_allocator":
+        return r.peak_bytes / 2**20
+    return None if r.activation_bytes is None else r.activation_bytes / 2**20
+
+
+def memory_label(method: str) -> str:
+    return ("peak memory of a step (MiB, CUDA allocator)" if method == "cuda_allocator" else
+            "activations held for backward (MiB, counted)")
+
+
 def sweep_figure(run, found: Findings):
     """samples/s against the batch for each dtype (median, p20-p80 bars), the compiled step at its batch, the
-    baseline, and the floors (samples/s at the matmul peak) as labelled lines; peak memory on the right."""
+    baseline, and the floors (samples/s at the matmul peak) as labelled lines; the step's memory on the right
+    (`memory_of`)."""
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained", width_ratios=(1.6, 1))
     flops = found.flops[True]["total"]
     bs = sorted({r.samples_per_step for rows in found.sweep.values() for r in rows})
@@ -275,17 +290,19 @@ def sweep_figure(run, found: Findings):
         rng = [r.samples_per_s_range() for r in rows]
         a0.errorbar(x, y, yerr=[[v - lo for v, (lo, _) in zip(y, rng)], [hi - v for v, (_, hi) in zip(y, rng)]],
                     marker="s" if amp else "o", color=DTYPES[name], capsize=3, label=f"every recommendation, {name}")
-        a1.plot(x, [r.peak_bytes / 2**20 for r in rows], marker="s" if amp else "o", color=DTYPES[name],
+        got = [(b, m) for b, m in zip(x, map(memory_of, rows)) if m is not None]
+        a1.plot([b for b, _ in got], [m for _, m in got], marker="s" if amp else "o", color=DTYPES[name],
                 label=f"{name}")
-        mem += [r.peak_bytes / 2**20 for r in rows]
+        mem += [m for _, m in got]
     c = found.compiled
     if c is not None:
         lo, hi = c.samples_per_s_range()
         a0.errorbar([c.samples_per_step], [c.samples_per_s], yerr=[[c.samples_per_s - lo], [hi - c.samples_per_s]],
                     marker="*", ms=13, color=DTYPES["compiled step"], capsize=3, ls="none",
                     label=f"compiled step, batch {c.samples_per_step}")
-        a1.plot([c.samples_per_step], [c.peak_bytes / 2**20], "*", ms=12, color=DTYPES["compiled step"])
-        mem.append(c.peak_bytes / 2**20)
+        if memory_of(c) is not None:
+            a1.plot([c.samples_per_step], [memory_of(c)], "*", ms=12, color=DTYPES["compiled step"])
+            mem.append(memory_of(c))
     ys = [r.samples_per_s for rows in found.sweep.values() for r in rows]
     for name, ls in (("fp32", "--"), ("bf16", ":")):
         floor = found.peaks[name][0] / flops
@@ -309,7 +326,7 @@ def sweep_figure(run, found: Findings):
         a.set_xlabel("micro-batch size (samples per step)")
         a.grid(color="0.92", lw=0.6)
     a0.set_ylabel("training samples/s (median, p20-p80)")
-    a1.set_ylabel(peak_label(found.base.memory_method).replace(" MiB", ", MiB"))
+    a1.set_ylabel(memory_label(found.base.memory_method))
     a0.set_title(f"batch sweep on {run.device.type}: one fresh model per point", fontsize=9, loc="left")
     a1.set_title("memory", fontsize=9, loc="left")
     fig.legend(*a0.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8, frameon=False)
