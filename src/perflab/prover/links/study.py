@@ -182,7 +182,10 @@ def fits(run, found: Findings) -> list[dict]:
 
     rows = predict.fits_table_of(found.lp)
     if rows:
-        show(pd.DataFrame(rows).round(4).set_index("procedure"))
+        frame = pd.DataFrame(rows).round(3).set_index("procedure")
+        for col in ("l2 (per rule)", "valid halves MRR"):   # none for a procedure without one: '-', not NaN
+            frame[col] = frame[col].map(lambda v: "-" if pd.isna(v) else f"{v:g}")
+        show(frame)
     else:
         print("no valid split on this graph: nothing to fit on")
     return rows
