@@ -77,7 +77,7 @@ def ops(run, found: Findings):
     names = ["baseline", "optimized", "captured"]
     kinds = list(dict.fromkeys(k for n in names for k in la.kinds[n]))
     pal = plt.get_cmap("Pastel2").colors   # the kinds muted: the versions' colours are the bars' outlines
-    fig, ax = plt.subplots(figsize=(6.6, 3.6), layout="constrained")   # beside the card's table
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")   # beside the card's table
     base = la.per_step["baseline"]
     labelled = set()
     for y, n in enumerate(names):
@@ -103,7 +103,7 @@ def ops(run, found: Findings):
     ax.set_yticks(range(len(names)), names, fontsize=9)
     ax.set_ylim(len(names) - 0.5, -0.8)   # the baseline on top, the thresholds' labels above it
     ax.set_xlim(0, 1.3 * max(la.per_step[n] for n in names))
-    ax.set_xlabel(f"{la.what} per step (counted over {run.cfg.log_every} steps; exact)")
+    ax.set_xlabel(f"{la.what} per step (counted over {run.cfg.log_every} steps; exact)", fontsize=9)
     fig.legend(fontsize=7, loc="outside lower center", ncols=2, frameon=False)
     ax.set_title(f"Ops per step, batch {run.cfg.batch} on {found.inputs.device_kind}: the captured step "
                  f"{num(base / la.per_step['captured'], True)}x fewer\nthan the baseline (target "
