@@ -95,6 +95,21 @@ def _cell(r) -> str:
     return f"{r.key}: {value_text(r.value, r.low, r.high, r.unit)}" if r.value is not None else r.key
 
 
+SHORT = 90   # the README's headline cell: a claim's text up to its first parenthesis, at most this many characters
+
+
+def short_claim(text: str) -> str:
+    """A claim's text for the README's table (the card and docs/results.md keep it whole): up to its first
+    parenthesis or semicolon where that leaves a sentence, cut at a word within SHORT characters ('...')."""
+    for sep in (" (", "; "):
+        at = text.find(sep)
+        if at >= 20:
+            text = text[:at]
+    if len(text) <= SHORT:
+        return text
+    return text[:text.rfind(" ", 0, SHORT - 3)].rstrip(",;:") + "..."
+
+
 def headlines(studies: dict[str, list[dict]]) -> str:
     """The README's table: per study its headline claim (the card's first row: the headline where it was tested, else
     the first of what does not hold, is undecided, holds), the other claims that do not hold or are undecided (every
@@ -105,8 +120,8 @@ def headlines(studies: dict[str, list[dict]]) -> str:
         head_key = next((r.get("key") for r in reversed(rs) if r.get("headline") and r.get("key")), None)
         judged = [c for c in claims if c.verdict != "not tested here"]
         head = ordered(judged, head_key or "")[0] if judged else claims[0]   # the card's first row: a tested claim
-        shown = (f"{head.claim}: **{value_text(head.value, head.low, head.high, head.unit)}** {head.verdict}"
-                 if head.value is not None else f"{head.claim}: {head.verdict}")
+        shown = (f"{short_claim(head.claim)}: **{value_text(head.value, head.low, head.high, head.unit)}** "
+                 f"{head.verdict}" if head.value is not None else f"{short_claim(head.claim)}: {head.verdict}")
         bad = [c for c in claims if c.verdict in ("does not hold", "within noise", "partly holds") and c is not head]
         held = sum(c.verdict in ("holds", "fixed") for c in claims)
         untested = sum(c.verdict == "not tested here" for c in claims)
