@@ -87,7 +87,7 @@ def ops(run, found: Findings):
             if w < 0.5:
                 continue
             ax.barh(y, w, left=left, color=pal[j % len(pal)], edgecolor="white", lw=0.5,
-                    label=None if k in labelled else k)
+                    label=None if k in labelled else k.split(" (")[0])   # the kind's name; the table says more
             labelled.add(k)
             left += w
         total = la.per_step[n]
@@ -104,7 +104,7 @@ def ops(run, found: Findings):
     ax.set_ylim(len(names) - 0.5, -0.8)   # the baseline on top, the thresholds' labels above it
     ax.set_xlim(0, 1.3 * max(la.per_step[n] for n in names))
     ax.set_xlabel(f"{la.what} per step (counted over {run.cfg.log_every} steps; exact)", fontsize=9)
-    fig.legend(fontsize=7, loc="outside lower center", ncols=2, frameon=False)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=4, frameon=False)
     ax.set_title(f"Ops per step, batch {run.cfg.batch} on {found.inputs.device_kind}: the captured step "
                  f"{num(base / la.per_step['captured'], True)}x fewer\nthan the baseline (target "
                  f"{num(target.at_least)}x)", fontsize=9, loc="left")
