@@ -127,7 +127,7 @@ def test_the_card_shows_the_decided_numbers_in_their_unit_and_folds_the_untested
     assert not any(line.startswith("| at least 4x") for line in lines)   # the untested: one line, not rows
     assert ("Every claim measured on AMD EPYC (cpu). Not tested here (2): gpu (measured on cpu); big "
             "(measured at batch=16).") in lines   # the device once, not on every row
-    assert "- **big**: here: not timed" in lines   # what was measured instead, folded under the line
+    assert "- **gpu, big**: here: not timed" in lines   # what was measured instead, folded, one item for both
     assert lines[-1] == "![the main figure](04/run/strategies.png)"
     assert untested_line(rows[:3]) == ""
 
@@ -149,6 +149,13 @@ def test_the_untested_line_folds_each_claims_reason_under_it():
         > md.index(line)
     html = card_html(rows, device="AMD EPYC (cpu)")
     assert "<details" in html and "<b>gpu</b>: a CUDA kernel&#x27;s claim" in html
+    from perflab.kit.card import untested_reasons
+
+    same = [dataclasses.replace(as_row(r), key=k, why_not="a GPU mechanism", measured="")
+            for r, k in ((rows[1], "a"), (rows[1], "b"))]
+    assert untested_reasons(same) == [("a, b", "a GPU mechanism")]   # one reason, once, for both
+    said = dataclasses.replace(same[0], measured="1.00x, not judged; a GPU mechanism, on a CPU")
+    assert untested_reasons([said]) == [("a", "here: 1.00x, not judged; a GPU mechanism, on a CPU")]   # not twice
     from perflab.kit.card import card_text
     assert card_text(rows).splitlines()[-1] == "  gpu: a CUDA kernel's claim; a CPU runs another kernel; here: 2.1x indicative"
     assert "<details" not in card_markdown(rows[:1])   # nothing untested: no fold

@@ -115,18 +115,22 @@ def untested_line(rows: Iterable) -> str:
 
 
 def untested_reasons(rows: Iterable) -> list[tuple[str, str]]:
-    """[(key, why it cannot be tested here, and what this run measured instead)] for the claims not tested here that
-    say more than the line's "measured on cpu": the claim's `why_not` (why that run cannot test it) and the row's
-    sentence (the indicative number a reader looks for: "0.80x in warm medians, indicative"); folded under the line."""
-    out = []
+    """[(keys, why they cannot be tested here, and what this run measured instead)] for the claims not tested here
+    that say more than the line's "measured on cpu": the claim's `why_not` (why that run cannot test it) and the row's
+    sentence (the indicative number a reader looks for: "0.80x in warm medians, indicative"), without the reason
+    twice where the sentence already holds it; claims with the same text share one item ("a, b: why")."""
+    items: dict[str, list[str]] = {}
     for r in (as_row(x) for x in rows):
         if r.verdict != "not tested here":
             continue
         why = r.why_not if r.why_not and r.why_not != r.why else ""
         here = r.measured if r.measured and r.measured not in (why, r.why) else ""
-        if why or here:
-            out.append((r.key, "; ".join(x for x in (why, f"here: {here}" if here else "") if x)))
-    return out
+        if why and here and why.rstrip(". ") in here:   # the sentence says the reason already
+            why = ""
+        text = "; ".join(x for x in (why, f"here: {here}" if here else "") if x)
+        if text:
+            items.setdefault(text, []).append(r.key)
+    return [(", ".join(keys), text) for text, keys in items.items()]
 
 
 def _reasons_markdown(rows: list[ClaimRow]) -> list[str]:

@@ -373,9 +373,14 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
     d, lead = found.recycle, lead_claim(cfg, dt)
     said = f"recycle over full on {where}, whole runs in paired rounds"
     for c in RECYCLE:
-        out[c.key] = (Evidence(d, said) if c is lead else
-                      Evidence(d.rejudge(**c.rule), f"{said} (the rounds decided for {lead.key}, judged against this "
-                                                    "claim's threshold)"))
+        if c is lead:
+            out[c.key] = Evidence(d, said)
+        elif c.off_setup(cfg, dt):   # another setup's target: its card line says what this run has instead
+            out[c.key] = Evidence(d.rejudge(**c.rule), f"{said}: {value_text(d.value, d.low, d.high, 'x')} "
+                                                       f"(decided for {lead.key} on this run's setup, not this claim's)")
+        else:
+            out[c.key] = Evidence(d.rejudge(**c.rule), f"{said} (the rounds decided for {lead.key}, judged against "
+                                                       "this claim's threshold)")
     ideal = Measured(d.value * share, d.low * share, d.high * share)
     out["target_ideal"] = Evidence(ideal, f"recycle over full {value_text(d.value, d.low, d.high, 'x')} times the "
                                           f"useful share {share:.1%} ({found.runs['ladder']['recycle'].steps_executed} "

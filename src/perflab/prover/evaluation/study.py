@@ -308,8 +308,8 @@ def evaluation_runs(run, work: Workload) -> Runs:
         run.log.measurement(t["m"], impl=name, batch=work.batch, candidates=len(work.cs), cold_s=t["cold_s"])
     r = Runs(variants, timings, len(work.cs))
     show(r.frame())
-    print(f"{r.base} over {r.fixed}: {r.warm_ratio():.2f}x in warm medians (indicative: speed_5x is decided in paired "
-          f"rounds, on its setup)")
+    print(f"{r.fixed} over {r.base} (the speedup, {r.base}'s time over {r.fixed}'s): {r.warm_ratio():.2f}x in warm "
+          f"medians (indicative: speed_5x is decided in paired rounds, on its setup)")
     return r
 
 
@@ -381,9 +381,9 @@ def evidence(run, found: Findings) -> dict[str, Evidence]:
                                   f"{rc.sentence()}; {rc.seconds_per_graph:.2f} s per new graph")}
     out.update(sweeps.sweep_claims(sw.points, sw.l2, sw.step_bytes.get))
     warm = f"{runs.warm_ratio():.2f}x in warm medians, indicative"
-    out["speed_5x"] = (Evidence(None, f"{runs.base} over {runs.fixed}: {warm}; not decided on {dt} (a GPU target)")
+    out["speed_5x"] = (Evidence(None, f"{runs.fixed} over {runs.base}: {warm}; not decided on {dt} (a GPU target)")
                        if found.speed is None else
-                       Evidence(found.speed, f"{runs.base} over {runs.fixed}, whole evaluations of {runs.candidates:,} "
+                       Evidence(found.speed, f"{runs.fixed} over {runs.base}, whole evaluations of {runs.candidates:,} "
                                              f"candidates in paired rounds on {dt} ({warm})"))
     f = found.floor
     out["floor_20"] = Evidence(f.share, f"{interval(f.share, '%')} of the floor at B={f.best.batch} on {dt} (the mean "
