@@ -194,6 +194,8 @@ def test_the_table_and_the_figure_show_the_decided_number_or_say_it_is_indicativ
     matplotlib.use("Agg")
     run, found, _ = injected("cpu", monkeypatch)
     table = display.ablation_table(run, found)
+    spread = [r.iqr_ratio for r in found.ablation.values()]
+    assert f"spread {min(spread):.0%}-{max(spread):.0%} (IQR/median)" in display.ablation_note(run, found)
     assert table.loc["single_pass", "vs baseline"] == "1.92x [1.88, 1.97]"
     # the samples/s column is the ablation's own rounds: its own ratio is said beside the decided one, on its face
     assert table.loc["single_pass", "how"] == ("decided: loss_loop, kv_cache (the samples/s column's own ratio: "

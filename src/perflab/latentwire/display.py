@@ -69,11 +69,15 @@ def vs_baseline(run, found: Findings, variant: str) -> tuple[str, str]:
 
 
 def ablation_note(run, found: Findings) -> str:
-    """What the ablation table's ratio column holds."""
+    """What the ablation table's ratio column holds, and how far its indicative ratios can move: the spread
+    (IQR/median) of the ablation's own timings, from which a ratio of medians of a few rounds strays from the decided
+    one (06 at 7e78e9d: single_pass's 2.36x against its decided 1.96x [1.81, 2.12])."""
+    spread = [r.iqr_ratio for r in found.ablation.values()]
     return (f"vs baseline: samples/s over the baseline's; decided = the value and 99% interval of the paired rounds a "
             f"claim was judged on (the card's number); indicative = the "
-            f"{indicative_text(run).removeprefix('indicative: ')} of the ablation's own timings. What each variant "
-            f"costs (time, launches, floor, memory): the appendix")
+            f"{indicative_text(run).removeprefix('indicative: ')} of the ablation's own timings, whose blocks spread "
+            f"{min(spread):.0%}-{max(spread):.0%} (IQR/median): a ratio of their medians strays by as much, where a "
+            f"decided one does not. What each variant costs (time, launches, floor, memory): the appendix")
 
 
 def ablation_table(run, found: Findings) -> pd.DataFrame:

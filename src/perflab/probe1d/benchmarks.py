@@ -122,10 +122,13 @@ def sweep_frame(run, found: Findings):
                     "judged (paired rounds, 99% interval)":
                     (f"{value_text(judged[1].value, judged[1].low, judged[1].high, 'x')} ({judged[0]})"
                      if judged is not None and r is default else "")})
+    spread = max((r[v].iqr / r[v].median for r in found.sweep for v in ("baseline", "optimized")
+                  if r[v].median > 0), default=0.0)
     return pd.DataFrame(out).style.hide(axis="index").set_caption(
         f"seconds per LM iteration (median, IQR, timed blocks) on {run.device.type}, {cfg.threads or 'all'} "
         f"thread(s): both versions in 3 interleaved rounds per size, timed apart from the claims' rounds (the "
-        f"judged column is the card's number)")
+        f"judged column is the card's number); the widest IQR here is {spread:.0%} of its median: a ratio of "
+        f"medians of 3 rounds moves by about as much on this host, the paired rounds' interval does not")
 
 
 # ---- whole fits ---------------------------------------------------------------------------------------------
