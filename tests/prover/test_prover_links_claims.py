@@ -148,3 +148,13 @@ def test_the_mrr_interval_is_the_spread_of_the_reciprocal_ranks():
     m = study.mrr_interval(torch.tensor([1.0, 2.0, 1.0, 4.0] * 25))
     assert m.value == pytest.approx((1 + 0.5 + 1 + 0.25) / 4) and m.low < m.value < m.high < 1.0
     assert study.mrr_interval(torch.ones(10)).low == study.mrr_interval(torch.ones(10)).high == 1.0
+
+
+def test_a_scorer_whose_tie_rules_agree_is_one_row_of_the_comparison():
+    from perflab.prover.links import protocols
+
+    m = {"MRR": 0.867, "Hits@1": 0.796, "Hits@3": 0.923, "Hits@10": 0.993}
+    rows = protocols._by_rule("fitted", {"realistic": m, "optimistic": m, "pessimistic": m})
+    assert len(rows) == 1 and rows[0]["ties"] == protocols.ALL_AGREE and rows[0]["MRR"] == 0.867
+    tied = protocols._by_rule("prover", {"realistic": m, "optimistic": dict(m, MRR=0.9), "pessimistic": m})
+    assert [r["ties"].split(":")[0] for r in tied] == ["realistic", "optimistic", "pessimistic"]   # ties: each rule

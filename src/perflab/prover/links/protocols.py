@@ -22,17 +22,28 @@ def _row(model: str, ties: str, m: dict, source: str = "this run") -> dict:
     return dict(model=model, ties=ties, **{k: round(m[k], 3) for k in KEYS}, source=source)
 
 
+ALL_AGREE = "all three tie rules agree (no positive ties with a corruption)"
+
+
+def _by_rule(model: str, metrics: dict) -> list[dict]:
+    """A scorer's rows under each tie rule, or one row where the three give the same numbers (no ties to break)."""
+    rows = [_row(model, _RULES[r], m) for r, m in metrics.items()]
+    same = all({k: r[k] for k in KEYS} == {k: rows[0][k] for k in KEYS} for r in rows)
+    return [dict(rows[0], ties=ALL_AGREE)] if len(rows) > 1 and same else rows
+
+
 def comparison(lp, dataset: str) -> list[dict]:
-    """Rows: the fitted scores under each tie rule, the other scorers (realistic; the prover alone under all
-    three), the mined rules alone (all three, when mined), then the published rows with their tie rule."""
-    rows = [_row("this project: search + ComplEx, fitted", _RULES[r], m) for r, m in lp.results["fitted"].metrics.items()]
+    """Rows: the fitted scores under each tie rule (one row where they agree), the other scorers (realistic; the
+    prover alone under all three), the mined rules alone (all three, when mined), then the published rows with their
+    tie rule."""
+    rows = _by_rule("this project: search + ComplEx, fitted", lp.results["fitted"].metrics)
     for name in ("embedding alone", "NTPλ max"):
         rows.append(_row(f"this project: {name}", _RULES["realistic"], lp.results[name].metrics["realistic"]))
-    rows += [_row("this project: prover alone (search)", _RULES[r], m) for r, m in lp.results["prover alone"].metrics.items()]
+    rows += _by_rule("this project: prover alone (search)", lp.results["prover alone"].metrics)
     if lp.rules_only is not None:
         named = {"realistic": lp.rules_only["metrics"], "optimistic": lp.rules_only["optimistic"],
                  "pessimistic": lp.rules_only["pessimistic"]}
-        rows += [_row("mined rules alone (one application, confidence)", _RULES[r], m) for r, m in named.items()]
+        rows += _by_rule("mined rules alone (one application, confidence)", named)
     return rows + [_row(r["model"], SOURCE_TIES.get(r["source"], "not stated"), r, r["source"]) for r in published(dataset)]
 
 
