@@ -57,6 +57,9 @@ def test_the_share_figure_draws_the_judged_share_its_clipped_interval_and_says_s
     bars = [p for p in ax.patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
     assert {matplotlib.colors.to_hex(p.get_facecolor()) for p in bars} == {color("baseline", study.IMPLS)}
     assert ax.get_xlabel() == "share of Sparse1DProbe.fit, inclusive (%)"
+    # a threshold, with its value, only where a claim is judged: the GPU mechanisms' frames are not judged on a CPU
+    dotted = [line for line in ax.lines if line.get_linestyle() == ":"]
+    assert len(dotted) == 1 and ">= 66.6%" in texts and not any(t.startswith(">= 42") for t in texts)
 
 
 class Source:

@@ -56,8 +56,11 @@ def share_figure(run, found):
                     bbox=dict(facecolor="white", edgecolor="none", pad=0.3))  # over the dotted threshold
         if any(opt):
             ax.barh(i + 0.44, opt[i], height=0.1, color=opt_c)
-        thr = 100 * PROFILE_CLAIMS[key].at_least
-        ax.plot([thr, thr], [i - 0.45, i + 0.45], color="black", lw=1.2, ls=":")
+        if not PROFILE_CLAIMS[key].off_setup(run.cfg, device_type):   # a threshold only where a claim is judged
+            thr = 100 * PROFILE_CLAIMS[key].at_least
+            ax.plot([thr, thr], [i - 0.45, i + 0.45], color="black", lw=1.2, ls=":")
+            ax.annotate(f">= {thr:.3g}%", (thr, i - 0.45), xytext=(2, 1), textcoords="offset points", fontsize=7,
+                        va="bottom")
     ax.set_yticks(range(len(SEED_BREAKDOWN)), [f for f, _, _ in SEED_BREAKDOWN], fontsize=9)
     for label, (_, needle, _) in zip(ax.get_yticklabels(), SEED_BREAKDOWN):
         key = next(k for k, v in SEED_SHARES.items() if v[1] == needle)
@@ -71,7 +74,7 @@ def share_figure(run, found):
     handles = [Patch(color=base_c, label=f"baseline on {device_type}: mean of {n} profiles, {SHARE_CONFIDENCE:.0%} "
                                          f"interval"),
                Patch(facecolor="white", edgecolor="black", label="the seed's profile (A100, real data)"),
-               Line2D([], [], color="black", ls=":", label="a claim holds from (1/1.5 of the seed's)")]
+               Line2D([], [], color="black", ls=":", label="a judged claim holds from 1/1.5 of the seed's share")]
     handles.append(Patch(color=opt_c, label="optimized (1 profile)") if any(opt) else
                    Line2D([], [], ls="", label="optimized: 0% in every frame"))
     if any(k in GPU_MECHANISM and PROFILE_CLAIMS[k].off_setup(run.cfg, device_type) for k in SEED_SHARES):
