@@ -194,9 +194,13 @@ def memory(run, work: Workload) -> Memory:
     run.log.value("bytes per row (memory model)", mm.bytes_per_row, unit="B", method=mm.method)
     run.log.value("largest batch that fits", mm.max_batch(), unit="candidates")
     run.log.value("single batch of 10100 candidates at S=120, predicted", m.seed_gib * 2**30, unit="B")
-    print(f"measured {mm.bytes_per_row / 1024:.1f} KiB per row (predicted {work.step_bytes(1) / 1024:.1f}), method "
-          f"{mm.method}; free {mm.free_bytes / 2**30:.1f} GiB -> the largest batch that fits in "
-          f"{mm.budget_fraction:.0%}: {mm.max_batch():,}; this run's {len(work.cs)} candidates -> batch {m.run_batch}")
+    print(f"measured {mm.bytes_per_row / 1024:.1f} KiB per row (predicted {work.step_bytes(1) / 1024:.1f}: "
+          f"{mm.bytes_per_row / work.step_bytes(1):.2f}x), method {mm.method}; free {mm.free_bytes / 2**30:.1f} GiB -> "
+          f"the largest batch that fits in {mm.budget_fraction:.0%}: {mm.max_batch():,}; this run's {len(work.cs)} "
+          f"candidates -> batch {m.run_batch}")
+    if mm.bytes_per_row > work.step_bytes(1):
+        print("the measured slope picks the batch; the prediction (batching.step_bytes) counts the step's largest "
+              "intermediates only, not every temporary live at the peak nor the allocator's rounding: it runs under")
     print(f"the seed's 10,100 rows in one batch: {m.here_gib:.2f} GiB predicted at S={engine.S}, {m.seed_gib:.2f} GiB "
           f"at the seed's S={SEED_S}")
     return m
