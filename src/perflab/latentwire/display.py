@@ -304,9 +304,10 @@ def sweep_figure(run, found: Findings):
         a0.errorbar([c.samples_per_step], [c.samples_per_s], yerr=[[c.samples_per_s - lo], [hi - c.samples_per_s]],
                     marker="*", ms=13, color=DTYPES["compiled step"], capsize=3, ls="none",
                     label=f"compiled step, batch {c.samples_per_step}")
-        if memory_of(c) is not None:
-            a1.plot([c.samples_per_step], [memory_of(c)], "*", ms=12, color=DTYPES["compiled step"])
-            mem.append(memory_of(c))
+        m = memory_of(c)
+        if m is not None:
+            a1.plot([c.samples_per_step], [m], "*", ms=12, color=DTYPES["compiled step"])
+            mem.append(m)
     ys = [r.samples_per_s for rows in found.sweep.values() for r in rows]
     for name, ls in (("fp32", "--"), ("bf16", ":")):
         floor = found.peaks[name][0] / flops
